@@ -1,0 +1,46 @@
+# One task runner; CI calls `make test` as it is.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck unit bench lock clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+## run: set up and start the local stack (SQLite + ./var/archive, functions-framework on 127.0.0.1)
+run: $(STAMP)
+	$(BIN)/healthlog serve
+
+## test: lint, type-check and the whole test suite
+test: $(STAMP) lint typecheck
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+## bench: every benchmark, one JSON object each
+bench: $(STAMP)
+	@for b in bench/bench_*.py; do $(BIN)/python $$b; done
+
+## lock: re-pin constraints.txt from pyproject.toml's ranges
+lock:
+	rm -rf .lockvenv && $(PYTHON) -m venv .lockvenv
+	.lockvenv/bin/pip install --quiet --upgrade pip
+	.lockvenv/bin/pip install --quiet -e '.[dev]'
+	.lockvenv/bin/pip freeze --exclude-editable | grep -v '^healthlog' > constraints.txt
+	rm -rf .lockvenv
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""Where delivery bodies are archived, byte for byte: a local folder or S3."""

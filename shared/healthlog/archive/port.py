@@ -1,0 +1,43 @@
+"""The Archive port: bodies in, bodies out, never overwritten, never half-visible."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+
+class ArchiveWriter(Protocol):
+    """A body being written. Nothing is visible under the key until ``commit``."""
+
+    def write(self, chunk: bytes) -> None:
+        """Append a chunk. Raises ArchiveUnavailable."""
+
+    def commit(self) -> int:
+        """Make the body visible under its key, whole, and durable; return its size.
+
+        Raises AlreadyExists if the key exists (an id is never overwritten) and
+        ArchiveUnavailable if the store fails; after either, nothing was published.
+        """
+
+    def abort(self) -> None:
+        """Drop what was written; never raises."""
+
+
+class Archive(Protocol):
+    def writer(self, key: str) -> ArchiveWriter:
+        """Start writing a body under ``key``."""
+
+    def put(self, key: str, body: bytes) -> int:
+        """Write a whole body at once (writer + write + commit)."""
+
+    def read(self, key: str) -> bytes:
+        """The body's bytes. Raises BodyMissing or ArchiveUnavailable."""
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        """Every committed key under ``prefix``, in key order."""
+
+    def size(self, key: str) -> int:
+        """The committed body's size in bytes. Raises BodyMissing or ArchiveUnavailable."""
+
+    def close(self) -> None:
+        """Release connections."""

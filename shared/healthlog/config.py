@@ -1,0 +1,86 @@
+"""Settings.from_env(): the one reader of the environment.
+
+Precedence: an explicit argument to ``Settings(...)``, then the environment variable,
+then the default. Nothing else in healthlog reads ``os.environ``, and nothing writes
+it. ``ENV_VARS`` is the list of variables read here; a test checks that
+``template.yaml`` sets exactly these.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from healthlog.errors import ConfigError
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Settings:
+    # where the journal lives: sqlite:///var/healthlog.db or postgresql://...
+    journal_url: str = "sqlite:///var/healthlog.db"
+    # where bodies are archived: file://var/archive or s3://bucket/prefix
+    archive_url: str = "file://var/archive"
+    # an S3-compatible endpoint (moto, MinIO); empty means AWS itself
+    s3_endpoint_url: str = ""
+    # bodies larger than this get 413
+    max_body_bytes: int = 100 * MB
+    # local stack: where ingest sends the wake-up bit (empty: no wake-up, the tick heals)
+    fold_url: str = ""
+    # AWS: the fold function ingest invokes asynchronously as the wake-up bit
+    fold_function_name: str = ""
+    # one delivery's fold budget, seconds; running past it makes the delivery failed
+    fold_deadline_s: float = 120.0
+    # folds that started and never wrote an outcome (the process died) before the
+    # delivery is failed with class ``crashed``
+    max_fold_attempts: int = 3
+    # pending rows selected per page
+    page_size: int = 100
+    # how long SQLite waits on a lock before a retry, milliseconds
+    busy_timeout_ms: int = 5000
+    # transaction attempts on a busy journal before JournalBusy
+    journal_retries: int = 5
+    # Retry-After on a 503, seconds
+    retry_after_s: int = 30
+    # header values are truncated to this many characters before they are stored or logged
+    header_max_chars: int = 128
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            name = ENV_PREFIX + f.name.upper()
+            if f.name in overrides:
+                values[f.name] = overrides[f.name]
+            elif name in env:
+                values[f.name] = _convert(name, env[name], type(getattr(cls, f.name)))
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if not self.journal_url.startswith(("sqlite://", "postgresql://", "postgres://")):
+            raise ConfigError(f"{ENV_PREFIX}JOURNAL_URL must be sqlite:/// or postgresql://")
+        if not self.archive_url.startswith(("file://", "s3://")):
+            raise ConfigError(f"{ENV_PREFIX}ARCHIVE_URL must be file:// or s3://")
+        if self.max_body_bytes <= 0 or self.page_size <= 0 or self.max_fold_attempts <= 0:
+            raise ConfigError("sizes and counts must be positive")
+
+
+ENV_PREFIX = "HEALTHLOG_"
+ENV_VARS: tuple[str, ...] = tuple(ENV_PREFIX + f.name.upper() for f in fields(Settings))
+
+
+def _convert(name: str, raw: str, kind: type) -> object:
+    try:
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number") from None
+    return raw

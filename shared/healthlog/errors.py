@@ -1,0 +1,106 @@
+"""The one root exception and its few leaves.
+
+Driver errors (sqlite3, psycopg, botocore) are translated at the adapter with
+``raise ... from``; nothing past an adapter sees them. The class docstring is the
+default message, and messages never carry health values, source names, tokens or
+header values.
+
+Two families matter to the fold (see ``healthlog.fold.classify``):
+
+* ``Circumstance``: the work was not done because of the world around it (a busy
+  database, cancellation, an unreachable store). The delivery stays ``pending``.
+* everything else raised while folding one delivery: the delivery itself cannot be
+  folded. It becomes ``failed``.
+"""
+
+from __future__ import annotations
+
+
+class HealthlogError(Exception):
+    """healthlog failed."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip().splitlines()[0])
+
+
+class ConfigError(HealthlogError):
+    """The configuration is invalid."""
+
+
+# --- circumstances: "not done", never "cannot be done" ------------------------------
+
+
+class Circumstance(HealthlogError):
+    """The work was not done because of circumstances; it will be tried again."""
+
+
+class JournalBusy(Circumstance):
+    """The journal stayed busy after every retry."""
+
+
+class JournalUnavailable(Circumstance):
+    """The journal cannot be reached."""
+
+
+class ArchiveUnavailable(Circumstance):
+    """The archive cannot be reached or is throttling."""
+
+
+class Cancelled(Circumstance):
+    """The work was cancelled from outside."""
+
+
+class NoSuchAccount(Circumstance):
+    """The delivery's account does not exist (yet) in this journal."""
+
+
+class OutcomeWriteFailed(Circumstance):
+    """The outcome of a fold could not be written."""
+
+
+class Conflict(Circumstance):
+    """Another writer changed the delivery first; this outcome was not written."""
+
+
+# --- failures of the delivery itself ---------------------------------------------------
+
+
+class FoldFailure(HealthlogError):
+    """The delivery cannot be folded."""
+
+    kind = "error"
+
+    def __init__(self, message: str | None = None, *, uncovered: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        # the uncovered keys the parser had collected before it failed (SPEC §3:
+        # ``failed`` with a non-empty list is a legal state)
+        self.uncovered = uncovered
+
+
+class UnreadableBody(FoldFailure):
+    """The body is not a JSON object this parser can read."""
+
+    kind = "unreadable"
+
+
+class BodyMissing(FoldFailure):
+    """The delivery's body is not in the archive."""
+
+    kind = "missing_body"
+
+
+class FoldDeadline(FoldFailure):
+    """The fold did not finish within its own deadline."""
+
+    kind = "deadline"
+
+
+# --- archive writes --------------------------------------------------------------------
+
+
+class AlreadyExists(HealthlogError):
+    """An object with this key already exists; archived bodies are never overwritten."""
+
+
+class BodyTooLarge(HealthlogError):
+    """The body is larger than the configured limit."""

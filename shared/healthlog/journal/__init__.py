@@ -1,0 +1,1 @@
+"""The journal: accounts, deliveries (the queue) and the showcase, in one database."""

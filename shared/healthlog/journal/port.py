@@ -1,0 +1,135 @@
+"""The Journal port.
+
+One database holds the accounts, the deliveries (whose ``pending`` rows are the fold's
+queue) and the showcase (the folded points). Adapters: SQLite (embedded default) and
+PostgreSQL (scale-out). Every adapter passes ``tests/contract/test_journal_contract.py``.
+
+Errors: ``JournalBusy`` when a transaction's retries are spent, ``JournalUnavailable``
+when the database cannot be reached, ``Conflict`` when an outcome's expected status no
+longer holds. Driver exceptions never cross this port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from healthlog.model import Account, Cursor, Delivery, NewDelivery, ParseStatus, Point
+
+ZERO_CURSOR = Cursor(datetime.fromisoformat("0001-01-01T00:00:00+00:00"), "")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPoint:
+    """A showcase row: the point, whose account it is, and the layer that won it."""
+
+    account_id: str
+    point: Point
+    delivery_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    counts: dict[str, int]  # per ParseStatus value, every status present (0 if none)
+    oldest_pending: datetime | None
+    last_delivery: datetime | None
+    uncovered: dict[str, int]  # uncovered key -> number of deliveries carrying it
+    points: int  # rows in the showcase
+
+    @property
+    def backlog(self) -> int:
+        return self.counts.get(ParseStatus.PENDING.value, 0)
+
+
+class Journal(Protocol):
+    def migrate(self) -> None:
+        """Apply the numbered migrations not applied yet."""
+
+    def close(self) -> None: ...
+
+    # --- accounts -------------------------------------------------------------------
+    def add_account(self, name: str, token_hash: str) -> Account:
+        """Raises HealthlogError if the name is taken."""
+
+    def account_by_token_hash(self, token_hash: str) -> Account | None: ...
+
+    def get_account(self, account_id: str) -> Account | None: ...
+
+    def accounts(self) -> list[Account]: ...
+
+    # --- ingest ---------------------------------------------------------------------
+    def insert_delivery(self, new: NewDelivery) -> bool:
+        """Journal a delivery as ``pending``, retrying on a busy database.
+
+        Returns False (and changes nothing) if a row with this id exists already, so
+        reconcile and a retried insert are harmless.
+        """
+
+    # --- the queue ------------------------------------------------------------------
+    def pending_page(self, after: Cursor, limit: int) -> list[Cursor]:
+        """Pending deliveries strictly after ``after`` in (received_at, id) order."""
+
+    def count_pending(self) -> int: ...
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None: ...
+
+    def begin_attempt(self, delivery_id: str) -> int:
+        """Count a fold attempt, committed before the fold starts; returns the new count.
+
+        A fold that kills the process leaves the count raised; one that ends in any way
+        (an outcome, or a circumstance via ``release_attempt``) lowers it again.
+        """
+
+    def release_attempt(self, delivery_id: str) -> None:
+        """Undo ``begin_attempt`` for a fold that was stopped by circumstances."""
+
+    def write_outcome(
+        self,
+        delivery_id: str,
+        *,
+        expected: ParseStatus,
+        status: ParseStatus,
+        uncovered: tuple[str, ...],
+        failure: str | None,
+        points: Sequence[Point],
+    ) -> None:
+        """Write the points and the outcome in one transaction.
+
+        Each point is upserted under its key with the delivery's (received_at, id) as
+        its layer; it overwrites a stored point only if that layer is not newer. The
+        uncovered keys replace the stored list wholly (even with an empty one); the
+        attempt count goes back to zero. Raises Conflict, writing nothing, if the
+        delivery's status is no longer ``expected``.
+        """
+
+    # --- reading --------------------------------------------------------------------
+    def deliveries(
+        self,
+        *,
+        status: ParseStatus | None = None,
+        uncovered_key: str | None = None,
+        account_id: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Delivery]: ...
+
+    def summary(self, account_id: str | None = None) -> Summary: ...
+
+    def export_points(
+        self,
+        *,
+        account_id: str | None = None,
+        metric: str | None = None,
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> Iterator[StoredPoint]:
+        """Showcase rows ordered by (account, metric, start, field, source).
+
+        ``start_from`` is inclusive and ``start_to`` exclusive, both compared with the
+        UTC ``start`` text (a prefix such as ``2024-01-31`` works).
+        """
+
+    def fingerprint(self, account_id: str | None = None) -> str:
+        """A hash of the whole showcase (every column of every row, in key order)."""

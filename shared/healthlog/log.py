@@ -1,0 +1,54 @@
+"""Structured log lines: one JSON object per line, ids, counters and durations only.
+
+Never pass a health value, a source or device name, a token or a raw header value to
+``event``: callers pass ids, counts, durations, status names and truncated forms.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import orjson
+
+_RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None)))
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname,
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _RESERVED and not key.startswith("_"):
+                line[key] = value
+        if record.exc_info and record.exc_info[0] is not None:
+            # the type only: an exception's message may quote what it choked on
+            line["exc_type"] = record.exc_info[0].__name__
+        return orjson.dumps(line, default=str).decode()
+
+
+def setup(level: str = "INFO") -> None:
+    """Send healthlog's loggers to stderr as JSON lines (idempotent)."""
+    root = logging.getLogger("healthlog")
+    root.setLevel(level.upper())
+    if not any(getattr(h, "_healthlog", False) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+        handler._healthlog = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+        root.propagate = True
+
+
+def event(logger: logging.Logger, level: int, name: str, **fields: Any) -> None:
+    """Log ``name`` with ``fields`` as structured attributes."""
+    logger.log(level, name, extra=fields)
+
+
+def truncate(value: str, limit: int) -> str:
+    """The short form of a header value that may be stored or logged."""
+    return value if len(value) <= limit else value[:limit] + "…"

@@ -1,0 +1,156 @@
+"""Typed records that flow through the core: frozen, no bare status strings, no dicts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+class ParseStatus(StrEnum):
+    """A delivery's status (SPEC §3). The fold is its one writer."""
+
+    PENDING = "pending"
+    PARSED = "parsed"
+    PARTIAL = "partial"
+    FAILED = "failed"
+
+
+class OutcomeClass(StrEnum):
+    """What one fold of one delivery came to; ``deferred`` leaves the row ``pending``."""
+
+    PARSED = "parsed"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    DEFERRED = "deferred"
+
+    @property
+    def status(self) -> ParseStatus:
+        return ParseStatus.PENDING if self is OutcomeClass.DEFERRED else ParseStatus(self.value)
+
+
+def status_for(*, failed: bool, uncovered: tuple[str, ...]) -> ParseStatus:
+    """The status derives from the uncovered keys and the failure: failed > partial > parsed."""
+    if failed:
+        return ParseStatus.FAILED
+    return ParseStatus.PARTIAL if uncovered else ParseStatus.PARSED
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    id: str
+    name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Position in the journal's total order; the zero cursor sorts before every row."""
+
+    received_at: datetime
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewDelivery:
+    """What ingest knows when it journals a delivery: no health data, only its envelope."""
+
+    id: str
+    account_id: str
+    received_at: datetime
+    archive_key: str
+    size: int
+    content_type: str
+    # automation-* and session-id headers, truncated (SPEC §6)
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    id: str
+    account_id: str
+    received_at: datetime
+    archive_key: str
+    size: int
+    content_type: str
+    status: ParseStatus
+    uncovered: tuple[str, ...]
+    points: int
+    attempts: int
+    failure: str | None
+    folded_at: datetime | None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def cursor(self) -> Cursor:
+        return Cursor(self.received_at, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One value of the showcase.
+
+    Its key is (account, metric, field, source, start); the account comes from the
+    delivery. ``start`` is UTC, ISO 8601, fixed width with microseconds
+    (``2021-12-24T00:04:00.000000Z``) so text order is time order; ``utc_offset`` keeps
+    the offset the phone sent, in minutes (None when the body had none).
+    """
+
+    metric: str
+    field: str
+    source: str
+    start: str
+    utc_offset: int | None
+    end: str | None
+    qty: float | None
+    text: str | None
+    unit: str
+    # fields of the point the parser does not map to a column, as canonical JSON
+    extra: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    points: list[Point]
+    uncovered: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The value one fold returns: exactly one class, plus what it found."""
+
+    delivery_id: str
+    klass: OutcomeClass
+    uncovered: tuple[str, ...] = ()
+    points: int = 0
+    # why: the failure kind (``unreadable``, ``deadline``, ``crashed``, ...) or the
+    # circumstance (``JournalBusy``, ``Cancelled``, ...); None when folded
+    reason: str | None = None
+    duration_s: float = 0.0
+
+
+@dataclass
+class Tally:
+    """Counts per outcome class and per reason, shared by the pass and by replay."""
+
+    classes: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
+    points: int = 0
+
+    def add(self, outcome: Outcome) -> None:
+        self.classes[outcome.klass.value] += 1
+        if outcome.reason:
+            self.reasons[outcome.reason] += 1
+        self.points += outcome.points
+
+    @property
+    def total(self) -> int:
+        return sum(self.classes.values())
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            **{c.value: self.classes.get(c.value, 0) for c in OutcomeClass},
+            "reasons": dict(sorted(self.reasons.items())),
+            "points": self.points,
+        }
