@@ -36,11 +36,14 @@ class Settings:
     # folds that started and never wrote an outcome (the process died) before the
     # delivery is failed with class ``crashed``
     max_fold_attempts: int = 3
+    # a served pass (local fold function) stops claiming work after this many seconds,
+    # inside the server's graceful-stop window; the next tick or wake-up goes on
+    pass_budget_s: float = 25.0
     # pending rows selected per page
     page_size: int = 100
     # how long SQLite waits on a lock before a retry, milliseconds
     busy_timeout_ms: int = 5000
-    # transaction attempts on a busy journal before JournalBusy
+    # retries of a transaction on a busy journal (after the first try) before JournalBusy
     journal_retries: int = 5
     # Retry-After on a 503, seconds
     retry_after_s: int = 30

@@ -1,0 +1,235 @@
+"""The Archive in a local folder: the embedded default.
+
+A body is streamed to a temporary file in ``<root>/.tmp/`` (the same filesystem as its
+destination), fsynced, then published under ``<root>/<key>`` with ``os.link``: the link
+is atomic and fails if the key exists, so a body is never half-visible and never
+overwritten, even by another process. (``os.rename`` would silently replace an
+existing key; an O_EXCL placeholder followed by a rename would briefly show an empty
+body under the key.) The directories whose entries changed are fsynced before
+``commit`` returns, so a committed body survives a power cut.
+
+A crash leaves at most a file in ``.tmp/``, which is never reported as a key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
+
+TMP_DIR = ".tmp"
+# bodies are health data: directories this adapter creates are private to the service
+DIR_MODE = 0o700
+
+
+def check_key(key: str) -> str:
+    """The key itself if every adapter can store it; ValueError otherwise.
+
+    Shared by all adapters so that a key accepted by S3 is also accepted by the local
+    folder: relative, ``/``-separated, no empty, ``.`` or ``..`` segment, no NUL.
+    """
+    if not key or key.startswith("/") or "\\" in key or "\0" in key:
+        raise ValueError(f"invalid archive key: {key[:80]!r}")
+    if any(part in ("", ".", "..") for part in key.split("/")):
+        raise ValueError(f"invalid archive key: {key[:80]!r}")
+    return key
+
+
+class LocalArchive:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def writer(self, key: str) -> LocalWriter:
+        """Start writing a body under ``key``; no I/O happens until the first write."""
+        return LocalWriter(self, self._path(key))
+
+    def put(self, key: str, body: bytes) -> int:
+        w = self.writer(key)
+        try:
+            w.write(body)
+            return w.commit()
+        finally:
+            w.abort()  # a no-op after a commit
+
+    def read(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            return path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as e:
+            raise self._missing(e) from e
+        except OSError as e:
+            raise ArchiveUnavailable(f"archive read failed: {e.strerror}") from e
+
+    def size(self, key: str) -> int:
+        path = self._path(key)
+        try:
+            st = path.stat()
+        except (FileNotFoundError, NotADirectoryError) as e:
+            raise self._missing(e) from e
+        except OSError as e:
+            raise ArchiveUnavailable(f"archive stat failed: {e.strerror}") from e
+        if not stat.S_ISREG(st.st_mode):
+            raise BodyMissing()  # a directory: a prefix of keys, not a body
+        return st.st_size
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        """Every committed key under ``prefix``, in the same order as S3 lists them."""
+        if not self.root.exists():
+            return  # nothing was ever written here
+        yield from self._walk(self.root, "", prefix)
+
+    def close(self) -> None:
+        pass
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _path(self, key: str) -> Path:
+        check_key(key)
+        if key.split("/", 1)[0] == TMP_DIR:
+            raise ValueError(f"archive keys may not start with {TMP_DIR}/")
+        return self.root / key
+
+    def _missing(self, e: OSError) -> BodyMissing | ArchiveUnavailable:
+        # a missing root is an unmounted or misconfigured volume, not a missing body:
+        # the fold must leave the delivery pending rather than fail it
+        if self.root.is_dir():
+            return BodyMissing()
+        return ArchiveUnavailable(f"archive root is not a directory: {e.strerror}")
+
+    def _walk(self, directory: Path, rel: str, prefix: str) -> Iterator[str]:
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except FileNotFoundError:
+            return  # removed while we walked (retention): nothing left to list
+        except OSError as e:
+            raise ArchiveUnavailable(f"archive listing failed: {e.strerror}") from e
+        # S3 lists keys in byte order of the whole key; sorting a directory's entries
+        # by name, with a directory's name followed by "/", gives the same order
+        # ("a-b" < "a/x" because "-" < "/", although the directory "a" < "a-b")
+        named = []
+        for entry in entries:
+            if not rel and entry.name == TMP_DIR:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                named.append((rel + entry.name + "/", entry, True))
+            elif entry.is_file(follow_symlinks=False):
+                named.append((rel + entry.name, entry, False))
+        for name, entry, is_dir in sorted(named, key=lambda n: n[0]):
+            if is_dir:
+                # descend only where a key under this directory could match the prefix
+                if name.startswith(prefix) or prefix.startswith(name):
+                    yield from self._walk(Path(entry.path), name, prefix)
+            elif name.startswith(prefix):
+                yield name
+
+
+class LocalWriter:
+    def __init__(self, archive: LocalArchive, final: Path) -> None:
+        self._archive = archive
+        self._final = final
+        self._file: BinaryIO | None = None
+        self._tmp: Path | None = None
+        self._size = 0
+        self._closed = False
+
+    def write(self, chunk: bytes) -> None:
+        f = self._open()
+        try:
+            f.write(chunk)
+        except OSError as e:
+            self.abort()
+            raise ArchiveUnavailable(f"archive write failed: {e.strerror}") from e
+        self._size += len(chunk)
+
+    def commit(self) -> int:
+        f = self._open()
+        try:
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+            created = self._make_parents()
+        except OSError as e:
+            self.abort()
+            raise ArchiveUnavailable(f"archive write failed: {e.strerror}") from e
+        assert self._tmp is not None
+        try:
+            os.link(self._tmp, self._final)
+        except FileExistsError as e:
+            self.abort()
+            raise AlreadyExists() from e
+        except OSError as e:
+            self.abort()
+            raise ArchiveUnavailable(f"archive publish failed: {e.strerror}") from e
+        try:
+            for directory in created:
+                _fsync_dir(directory)
+        except OSError as e:
+            # the body is visible but may not survive a power cut: take it back, so
+            # that "not committed" stays true and the caller can answer 503
+            with contextlib.suppress(OSError):
+                os.unlink(self._final)
+            self.abort()
+            raise ArchiveUnavailable(f"archive fsync failed: {e.strerror}") from e
+        self.abort()  # the temp name is no longer needed; the body lives under its key
+        return self._size
+
+    def abort(self) -> None:
+        self._closed = True
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+        if self._tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp)
+            self._tmp = None
+
+    def _open(self) -> BinaryIO:
+        if self._closed:
+            raise RuntimeError("this archive writer was already committed or aborted")
+        if self._file is None:
+            tmp_dir = self._archive.root / TMP_DIR
+            try:
+                os.makedirs(tmp_dir, mode=DIR_MODE, exist_ok=True)
+                # mkstemp: O_EXCL, mode 0600, a name no other writer can get
+                fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="body-")
+            except OSError as e:
+                self._closed = True
+                raise ArchiveUnavailable(f"archive write failed: {e.strerror}") from e
+            self._tmp = Path(name)
+            self._file = os.fdopen(fd, "wb")
+        return self._file
+
+    def _make_parents(self) -> list[Path]:
+        """Create the key's missing directories; return every directory to fsync.
+
+        Each new directory's parent gained an entry, and so does the key's own
+        directory once the body is linked into it.
+        """
+        changed: list[Path] = []
+        directory = self._archive.root
+        for part in self._final.relative_to(directory).parts[:-1]:
+            child = directory / part
+            try:
+                os.mkdir(child, DIR_MODE)
+                changed.append(directory)
+            except FileExistsError:
+                pass
+            directory = child
+        changed.append(directory)
+        return changed
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

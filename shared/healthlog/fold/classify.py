@@ -1,0 +1,32 @@
+"""The one predicate: is this a circumstance (stay ``pending``) or a failure (``failed``)?
+
+The code that writes an outcome and the code that counts outcomes both ask ``_classify``
+(through ``Player``), so the two can never disagree. It is private on purpose: a second
+public door would hand out outcomes that skip the uncovered keys (seed 001, 10.8).
+"""
+
+from __future__ import annotations
+
+from healthlog.errors import Circumstance, FoldFailure
+from healthlog.model import OutcomeClass
+
+#: an unexpected exception while folding one delivery: a bug or a body we choke on
+EXCEPTION = "exception"
+#: folds of this delivery killed the process again and again
+CRASHED = "crashed"
+
+
+def _classify(exc: BaseException) -> tuple[OutcomeClass, str]:
+    """The outcome class and the reason for an exception raised while folding.
+
+    Circumstances (a busy or unreachable journal, an unreachable archive, cancellation,
+    an unknown account, a conflicting writer, a failed outcome write) mean "not done":
+    the delivery stays pending. The fold's own deadline is *not* a circumstance: a body
+    that did not fit its budget will not fit it next time. Anything else is a property
+    of the delivery: failed.
+    """
+    if isinstance(exc, Circumstance):
+        return OutcomeClass.DEFERRED, type(exc).__name__
+    if isinstance(exc, FoldFailure):
+        return OutcomeClass.FAILED, exc.kind
+    return OutcomeClass.FAILED, EXCEPTION

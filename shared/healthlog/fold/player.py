@@ -1,0 +1,155 @@
+"""Fold one delivery and say honestly what came of it.
+
+``Player.play`` is the one public door to the classifier: the scheduled pass and replay
+both call it, so an outcome is written and counted the same way everywhere. It never
+raises for anything that happens while folding one delivery: every exception becomes an
+``Outcome`` (``failed`` or ``deferred``), and a fold never takes the process down.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from healthlog import log
+from healthlog.archive.port import Archive
+from healthlog.errors import NoSuchAccount, OutcomeWriteFailed
+from healthlog.fold.classify import CRASHED, _classify
+from healthlog.journal.port import Journal
+from healthlog.model import Delivery, Outcome, OutcomeClass, ParseResult, status_for
+
+logger = logging.getLogger("healthlog.fold")
+
+Parse = Callable[..., ParseResult]
+
+
+def _default_parse() -> Parse:
+    from healthlog.hae import parse
+
+    return parse
+
+
+@dataclass(frozen=True)
+class PlayOptions:
+    #: one delivery's own budget, seconds (the parser checks it as it goes)
+    deadline_s: float = 120.0
+    #: folds that started and never ended (the process died) before ``crashed``
+    max_attempts: int = 3
+
+
+class Player:
+    def __init__(
+        self,
+        journal: Journal,
+        archive: Archive,
+        options: PlayOptions | None = None,
+        *,
+        parse: Parse | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._journal = journal
+        self._archive = archive
+        self._options = options or PlayOptions()
+        self._parse = parse or _default_parse()
+        self._clock = clock
+
+    def play(self, delivery_id: str, *, dry_run: bool = False) -> Outcome:
+        """Fold one delivery; with ``dry_run``, read and parse it but write nothing."""
+        started = self._clock()
+        delivery: Delivery | None = None
+        attempt_open = False
+        try:
+            delivery = self._journal.get_delivery(delivery_id)
+            if delivery is None or self._journal.get_account(delivery.account_id) is None:
+                raise NoSuchAccount()
+            if not dry_run and delivery.attempts >= self._options.max_attempts:
+                # every earlier fold of this body died with the process: stop the loop
+                self._write_failure(delivery, CRASHED, ())
+                return self._done(delivery_id, OutcomeClass.FAILED, (), 0, CRASHED, started)
+            if not dry_run:
+                self._journal.begin_attempt(delivery_id)
+                attempt_open = True
+            body = self._archive.read(delivery.archive_key)
+            result = self._parse(body, deadline=started + self._options.deadline_s)
+            status = status_for(failed=False, uncovered=result.uncovered)
+            if not dry_run:
+                self._journal.write_outcome(
+                    delivery_id,
+                    expected=delivery.status,
+                    status=status,
+                    uncovered=result.uncovered,
+                    failure=None,
+                    points=result.points,
+                )
+                attempt_open = False
+            klass = OutcomeClass(status.value)
+            return self._done(
+                delivery_id, klass, result.uncovered, len(result.points), None, started
+            )
+        except Exception as exc:
+            klass, reason = _classify(exc)
+            uncovered: tuple[str, ...] = getattr(exc, "uncovered", ())
+            if klass is OutcomeClass.FAILED and delivery is not None and not dry_run:
+                try:
+                    self._write_failure(delivery, reason, uncovered)
+                    attempt_open = False
+                except Exception:
+                    # nothing to write the outcome with: "not done", stay pending
+                    klass, reason = _classify(OutcomeWriteFailed())
+            if attempt_open:
+                self._release(delivery_id)
+            return self._done(delivery_id, klass, uncovered, 0, reason, started)
+
+    def _write_failure(self, delivery: Delivery, reason: str, uncovered: tuple[str, ...]) -> None:
+        self._journal.write_outcome(
+            delivery.id,
+            expected=delivery.status,
+            status=status_for(failed=True, uncovered=uncovered),
+            uncovered=uncovered,
+            failure=reason,
+            points=(),
+        )
+
+    def _release(self, delivery_id: str) -> None:
+        try:
+            self._journal.release_attempt(delivery_id)
+        except Exception:
+            # the count stays raised; after max_attempts such misses the delivery
+            # would be called crashed, so say so
+            log.event(logger, logging.WARNING, "fold.attempt_not_released", delivery_id=delivery_id)
+
+    def _done(
+        self,
+        delivery_id: str,
+        klass: OutcomeClass,
+        uncovered: tuple[str, ...],
+        points: int,
+        reason: str | None,
+        started: float,
+    ) -> Outcome:
+        outcome = Outcome(
+            delivery_id=delivery_id,
+            klass=klass,
+            uncovered=uncovered,
+            points=points,
+            reason=reason,
+            duration_s=self._clock() - started,
+        )
+        level = {
+            OutcomeClass.DEFERRED: logging.WARNING,
+            OutcomeClass.FAILED: logging.ERROR,
+        }.get(klass, logging.INFO)
+        log.event(
+            logger,
+            level,
+            "delivery.folded",
+            delivery_id=delivery_id,
+            outcome=klass.value,
+            reason=reason,
+            points=points,
+            uncovered=len(uncovered),
+            duration_ms=round(outcome.duration_s * 1000, 1),
+        )
+        return outcome

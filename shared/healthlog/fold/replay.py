@@ -1,0 +1,54 @@
+"""Replay: re-fold a chosen set of deliveries through the same Player as the pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from healthlog.fold.player import Player
+from healthlog.journal.port import Journal
+from healthlog.model import ParseStatus, Tally
+
+
+@dataclass
+class ReplayReport:
+    tally: Tally = field(default_factory=Tally)
+    #: deliveries whose status would change (dry run) or changed
+    status_changes: int = 0
+    showcase_changed: bool | None = None  # None on a dry run
+    dry_run: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            **self.tally.as_dict(),
+            "selected": self.tally.total,
+            "status_changes": self.status_changes,
+            "showcase_changed": self.showcase_changed,
+            "dry_run": self.dry_run,
+        }
+
+
+def replay(
+    journal: Journal,
+    player: Player,
+    *,
+    status: ParseStatus | None = None,
+    uncovered_key: str | None = None,
+    account_id: str | None = None,
+    dry_run: bool = False,
+) -> ReplayReport:
+    """Re-fold every matching delivery in (received_at, id) order.
+
+    A dry run reads and parses each body and reports what the outcomes would be,
+    writing nothing.
+    """
+    report = ReplayReport(dry_run=dry_run)
+    before = None if dry_run else journal.fingerprint(account_id)
+    chosen = journal.deliveries(status=status, uncovered_key=uncovered_key, account_id=account_id)
+    for delivery in chosen:
+        outcome = player.play(delivery.id, dry_run=dry_run)
+        report.tally.add(outcome)
+        if outcome.klass.status is not delivery.status:
+            report.status_changes += 1
+    if before is not None:
+        report.showcase_changed = journal.fingerprint(account_id) != before
+    return report

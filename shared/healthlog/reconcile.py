@@ -1,0 +1,65 @@
+"""Reconcile: journal every archived body that has no journal row.
+
+Ingest archives the body, then inserts the row; a crash (or a busy journal) between the
+two leaves a body without a row. Ingest may not delete from the archive (least
+privilege), so the body is kept and journalled here as ``pending``: even a phone that
+never retries loses nothing. Everything the row needs is in the key (see
+``archive.keys``): the account, the id, and through the UUIDv7 id the exact
+``received_at``, so the delivery takes its original place in the journal's order.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from healthlog import log
+from healthlog.archive.keys import KINDS, parse_body_key
+from healthlog.archive.port import Archive
+from healthlog.journal.port import Journal
+from healthlog.model import NewDelivery
+
+logger = logging.getLogger("healthlog.reconcile")
+
+CONTENT_TYPES = {kind: content_type for content_type, kind in KINDS.items()}
+
+
+@dataclass
+class ReconcileReport:
+    seen: int = 0
+    journalled: int = 0
+    present: int = 0
+    skipped: int = 0  # not a body key, or an account this journal does not know
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+def reconcile(journal: Journal, archive: Archive) -> ReconcileReport:
+    report = ReconcileReport()
+    known = {account.id for account in journal.accounts()}
+    for key in archive.keys():
+        report.seen += 1
+        parts = parse_body_key(key)
+        if parts is None or parts.account_id not in known:
+            report.skipped += 1
+            continue
+        if journal.get_delivery(parts.delivery_id) is not None:
+            report.present += 1
+            continue
+        inserted = journal.insert_delivery(
+            NewDelivery(
+                id=parts.delivery_id,
+                account_id=parts.account_id,
+                received_at=parts.received_at,
+                archive_key=key,
+                size=archive.size(key),
+                content_type=CONTENT_TYPES[parts.kind],
+            )
+        )
+        if inserted:
+            report.journalled += 1
+            log.event(logger, logging.INFO, "reconcile.journalled", delivery_id=parts.delivery_id)
+        else:
+            report.present += 1
+    return report

@@ -1,0 +1,238 @@
+"""Fakes of the ports, shipped with the package so every test uses the same ones.
+
+``MemoryArchive`` passes the same contract suite as the real adapters
+(``tests/contract/test_archive_contract.py``), so it cannot drift from them.
+``FaultyArchive`` wraps any Archive and fails or stalls on demand, for the tests of
+what ingest and the fold do when the store misbehaves. ``moto_s3_server`` serves a
+throwaway S3 endpoint for integration tests (it needs the ``dev`` extra).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import boto3
+
+from healthlog.archive import s3
+from healthlog.archive.local import check_key
+from healthlog.archive.port import Archive, ArchiveWriter
+from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+
+class MemoryArchive:
+    """An Archive in a dict; thread-safe, like the stores it stands in for."""
+
+    def __init__(self) -> None:
+        self._bodies: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def writer(self, key: str) -> MemoryWriter:
+        return MemoryWriter(self, check_key(key))
+
+    def put(self, key: str, body: bytes) -> int:
+        w = self.writer(key)
+        try:
+            w.write(body)
+            return w.commit()
+        finally:
+            w.abort()
+
+    def read(self, key: str) -> bytes:
+        check_key(key)
+        with self._lock:
+            try:
+                return self._bodies[key]
+            except KeyError:
+                raise BodyMissing() from None
+
+    def size(self, key: str) -> int:
+        return len(self.read(key))
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        with self._lock:
+            snapshot = sorted(k for k in self._bodies if k.startswith(prefix))
+        yield from snapshot
+
+    def close(self) -> None:
+        self.closed = True
+
+    def _publish(self, key: str, body: bytes) -> None:
+        with self._lock:
+            if key in self._bodies:
+                raise AlreadyExists()
+            self._bodies[key] = body
+
+
+class MemoryWriter:
+    def __init__(self, archive: MemoryArchive, key: str) -> None:
+        self._archive = archive
+        self._key = key
+        self._chunks: list[bytes] = []
+        self._closed = False
+
+    def write(self, chunk: bytes) -> None:
+        self._check_open()
+        self._chunks.append(bytes(chunk))
+
+    def commit(self) -> int:
+        self._check_open()
+        body = b"".join(self._chunks)
+        try:
+            self._archive._publish(self._key, body)
+        finally:
+            self.abort()
+        return len(body)
+
+    def abort(self) -> None:
+        self._closed = True
+        self._chunks = []
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this archive writer was already committed or aborted")
+
+
+class FaultyArchive:
+    """Another Archive that raises ArchiveUnavailable, or stalls, when told to.
+
+    The switches are plain attributes, so a test can flip them between steps:
+    ``fail_write`` (every ``write``), ``fail_commit`` (``commit``: nothing is
+    published), ``fail_read`` (``read``, ``size`` and ``keys``), ``fail_read_for``
+    (``read`` and ``size`` of the keys containing one of these strings: a delivery id
+    is enough), and ``delay_s``, a stall before every operation (through ``sleep``,
+    which a test may replace).
+    ``calls`` counts the operations that reached the wrapper, by name.
+    """
+
+    # a misspelt switch (``archive.fail_reads = True``) raises instead of doing nothing
+    __slots__ = (
+        "_sleep",
+        "calls",
+        "delay_s",
+        "fail_commit",
+        "fail_read",
+        "fail_read_for",
+        "fail_write",
+        "inner",
+    )
+
+    def __init__(
+        self,
+        inner: Archive,
+        *,
+        fail_write: bool = False,
+        fail_commit: bool = False,
+        fail_read: bool = False,
+        fail_read_for: Iterable[str] = (),
+        delay_s: float = 0.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.inner = inner
+        self.fail_write = fail_write
+        self.fail_commit = fail_commit
+        self.fail_read = fail_read
+        self.fail_read_for = set(fail_read_for)
+        self.delay_s = delay_s
+        self.calls: Counter[str] = Counter()
+        self._sleep = sleep
+
+    def writer(self, key: str) -> FaultyWriter:
+        self._enter("writer")
+        return FaultyWriter(self, self.inner.writer(key))
+
+    def put(self, key: str, body: bytes) -> int:
+        w = self.writer(key)
+        try:
+            w.write(body)
+            return w.commit()
+        except BaseException:
+            w.abort()  # only on failure, so that ``calls["abort"]`` counts real aborts
+            raise
+
+    def read(self, key: str) -> bytes:
+        self._enter("read", fail=self._fails_read(key))
+        return self.inner.read(key)
+
+    def size(self, key: str) -> int:
+        self._enter("size", fail=self._fails_read(key))
+        return self.inner.size(key)
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        self._enter("keys", fail=self.fail_read)
+        return self.inner.keys(prefix)
+
+    def close(self) -> None:
+        self.calls["close"] += 1
+        self.inner.close()
+
+    def _fails_read(self, key: str) -> bool:
+        return self.fail_read or any(part in key for part in self.fail_read_for)
+
+    def _enter(self, operation: str, *, fail: bool = False) -> None:
+        self.calls[operation] += 1
+        if self.delay_s > 0:
+            self._sleep(self.delay_s)
+        if fail:
+            raise ArchiveUnavailable(f"injected fault: {operation}")
+
+
+class FaultyWriter:
+    def __init__(self, archive: FaultyArchive, inner: ArchiveWriter) -> None:
+        self._archive = archive
+        self._inner = inner
+
+    def write(self, chunk: bytes) -> None:
+        self._archive._enter("write", fail=self._archive.fail_write)
+        self._inner.write(chunk)
+
+    def commit(self) -> int:
+        try:
+            self._archive._enter("commit", fail=self._archive.fail_commit)
+        except ArchiveUnavailable:
+            self._inner.abort()  # the contract: after a failed commit nothing is published
+            raise
+        return self._inner.commit()
+
+    def abort(self) -> None:
+        self._archive.calls["abort"] += 1
+        self._inner.abort()
+
+
+# --- S3 for integration tests -----------------------------------------------------------
+
+
+@contextmanager
+def moto_s3_server() -> Iterator[str]:
+    """Serve moto's S3 over HTTP on 127.0.0.1 (a free port); yield its endpoint URL.
+
+    A real HTTP server rather than in-process patching, so the adapter's client,
+    retries and error parsing run exactly as against S3.
+    """
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def s3_test_client(endpoint_url: str) -> S3Client:
+    """The adapter's own client for a test endpoint, with dummy credentials only."""
+    session = boto3.session.Session(
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",  # noqa: S106  (a dummy for moto, never real)
+        region_name="us-east-1",
+    )
+    return s3.make_client(endpoint_url, session=session)

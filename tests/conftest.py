@@ -1,0 +1,91 @@
+"""Fixtures shared by every test folder: a real SQLite journal, a real local archive."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+from healthlog import ids, tokens
+from healthlog.archive.keys import body_key
+from healthlog.archive.local import LocalArchive
+from healthlog.archive.port import Archive
+from healthlog.journal.port import Journal
+from healthlog.journal.sqlite import SqliteJournal
+from healthlog.model import Account, NewDelivery
+
+#: the samples beside the project (../shared/hae/samples); CI lays shared/ there too
+SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "hae" / "samples"
+
+#: set by CI so that a missing PostgreSQL server fails instead of skipping
+REQUIRE_POSTGRES = os.environ.get("HEALTHLOG_REQUIRE_POSTGRES") == "1"
+
+
+def samples() -> list[Path]:
+    found = sorted(SAMPLES.glob("*.json"))
+    if not found:
+        pytest.fail(f"the shared HAE samples are missing: expected them in {SAMPLES}")
+    return found
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[Journal]:
+    j = SqliteJournal(str(tmp_path / "journal.db"))
+    j.migrate()
+    yield j
+    j.close()
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Archive:
+    return LocalArchive(tmp_path / "archive")
+
+
+@dataclass
+class Phone:
+    """Sends deliveries the way ingest stores them: body archived, then a pending row.
+
+    Tests of the fold use it to place deliveries at chosen times in the journal's order.
+    """
+
+    journal: Journal
+    archive: Archive
+    account: Account
+    token: str
+    clock: datetime = datetime(2026, 1, 1, tzinfo=ids.EPOCH.tzinfo)
+
+    def send(self, body: bytes | dict[str, object], *, at: datetime | None = None) -> str:
+        raw = body if isinstance(body, bytes) else orjson.dumps(body)
+        if at is None:
+            self.clock += timedelta(seconds=1)
+            at = self.clock
+        delivery_id = ids.new_delivery_id(at)
+        key = body_key(self.account.id, delivery_id, "application/json")
+        self.archive.put(key, raw)
+        self.journal.insert_delivery(
+            NewDelivery(
+                id=delivery_id,
+                account_id=self.account.id,
+                received_at=at,
+                archive_key=key,
+                size=len(raw),
+                content_type="application/json",
+            )
+        )
+        return delivery_id
+
+
+@pytest.fixture
+def phone(journal: Journal, archive: Archive) -> Phone:
+    token = tokens.new_token()
+    account = journal.add_account("alice", tokens.hash_token(token))
+    return Phone(journal, archive, account, token)
+
+
+def metrics_body(*metrics: tuple[str, str, list[dict[str, object]]]) -> dict[str, object]:
+    """``{"data": {"metrics": [...]}}`` from (name, units, points) triples."""
+    return {"data": {"metrics": [{"name": n, "units": u, "data": pts} for n, u, pts in metrics]}}

@@ -1,0 +1,557 @@
+"""The Journal contract: behaviour through the port only, run against every adapter.
+
+Adapters are listed in ``conftest.ADAPTERS``; nothing here knows which one it talks to.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from healthlog import ids
+from healthlog.errors import Conflict, HealthlogError, NoSuchAccount
+from healthlog.journal.port import ZERO_CURSOR, Journal, StoredPoint
+from healthlog.model import Cursor, Delivery, NewDelivery, ParseStatus
+
+from tests.contract.conftest import T0, Seed, point
+
+PENDING, PARSED, PARTIAL, FAILED = (
+    ParseStatus.PENDING,
+    ParseStatus.PARSED,
+    ParseStatus.PARTIAL,
+    ParseStatus.FAILED,
+)
+
+
+def page_through(journal: Journal, size: int) -> list[Cursor]:
+    """Every pending row, page by page, as the fold pass walks them."""
+    cursor, seen = ZERO_CURSOR, []
+    while page := journal.pending_page(cursor, size):
+        assert len(page) <= size
+        seen.extend(page)
+        cursor = page[-1]
+    return seen
+
+
+def order(cursors: list[Cursor]) -> list[tuple[object, str]]:
+    return [(c.received_at, c.id) for c in cursors]
+
+
+def same_time_ids(count: int) -> list[str]:
+    """Distinct ids for deliveries received in the same microsecond, largest first."""
+    return sorted((ids.new_delivery_id(T0) for _ in range(count)), reverse=True)
+
+
+# --- the queue ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page_size", [1, 2, 3, 5, 100])
+def test_pending_pages_come_in_received_at_then_id_order_whatever_the_page_size(
+    seed: Seed, journal: Journal, page_size: int
+) -> None:
+    """Equal received_at are ordered by id, also across page boundaries."""
+    later = seed.delivery(at=T0 + timedelta(seconds=5))
+    same = [seed.delivery(at=T0, delivery_id=i) for i in same_time_ids(4)]
+    earlier = seed.delivery(at=T0 - timedelta(microseconds=1))
+    inserted = [later, *same, earlier]
+
+    got = page_through(journal, page_size)
+
+    assert order(got) == sorted((d.received_at, d.id) for d in inserted)
+
+
+def test_pending_page_starts_strictly_after_the_cursor(seed: Seed, journal: Journal) -> None:
+    low, high = sorted(same_time_ids(2))
+    seed.delivery(at=T0 - timedelta(seconds=1))
+    seed.delivery(at=T0, delivery_id=low)
+    seed.delivery(at=T0, delivery_id=high)
+    last = seed.delivery(at=T0 + timedelta(microseconds=1))
+
+    assert [c.id for c in journal.pending_page(Cursor(T0, low), 10)] == [high, last.id]
+    assert [c.id for c in journal.pending_page(Cursor(T0, ""), 10)] == [low, high, last.id]
+    assert journal.pending_page(Cursor(last.received_at, last.id), 10) == []
+
+
+def test_the_zero_cursor_sorts_before_every_row(seed: Seed, journal: Journal) -> None:
+    """Even a row received at the zero time itself: no first-page branch is needed."""
+    first = seed.delivery(at=ZERO_CURSOR.received_at, delivery_id="0")
+    second = seed.delivery()
+
+    page = journal.pending_page(ZERO_CURSOR, 10)
+
+    assert page == [Cursor(ZERO_CURSOR.received_at, "0"), Cursor(second.received_at, second.id)]
+    assert journal.get_delivery(first.id) is not None
+
+
+@pytest.mark.parametrize(
+    ("status", "uncovered", "failure"),
+    [
+        (PARSED, (), None),
+        (PARTIAL, ("ecg",), None),
+        (FAILED, ("ecg",), "unreadable"),
+        (FAILED, (), "crashed"),
+    ],
+)
+def test_a_delivery_leaves_the_queue_once_its_outcome_is_written(
+    seed: Seed,
+    journal: Journal,
+    status: ParseStatus,
+    uncovered: tuple[str, ...],
+    failure: str | None,
+) -> None:
+    done, waiting = seed.delivery(), seed.delivery()
+
+    journal.write_outcome(
+        done.id, expected=PENDING, status=status, uncovered=uncovered, failure=failure, points=()
+    )
+
+    assert [c.id for c in journal.pending_page(ZERO_CURSOR, 10)] == [waiting.id]
+    assert journal.count_pending() == 1
+    stored = journal.get_delivery(done.id)
+    assert stored is not None
+    assert (stored.status, stored.uncovered, stored.failure) == (status, uncovered, failure)
+    assert stored.folded_at is not None
+
+
+def test_count_pending_counts_only_pending_rows(seed: Seed, journal: Journal) -> None:
+    assert journal.count_pending() == 0
+    first, _, _ = seed.delivery(), seed.delivery(), seed.delivery()
+    seed.fold(first)
+    assert journal.count_pending() == 2
+
+
+# --- outcomes ----------------------------------------------------------------------------
+
+
+def test_writing_uncovered_keys_replaces_the_stored_list_wholly(
+    seed: Seed, journal: Journal
+) -> None:
+    delivery = seed.delivery()
+    seed.fold(delivery, uncovered=("ecg", "workouts"))
+
+    seed.fold(delivery, uncovered=("symptoms",), expected=PARTIAL)
+    stored = journal.get_delivery(delivery.id)
+    assert stored is not None and stored.uncovered == ("symptoms",)
+
+    seed.fold(delivery, uncovered=(), expected=PARTIAL)
+    stored = journal.get_delivery(delivery.id)
+    assert stored is not None
+    assert (stored.status, stored.uncovered) == (PARSED, ())
+    assert journal.summary().uncovered == {}
+
+
+def test_an_outcome_whose_expected_status_does_not_hold_raises_conflict_and_writes_nothing(
+    seed: Seed, journal: Journal
+) -> None:
+    delivery = seed.delivery()
+    seed.fold(delivery, [point(qty=1.0)])
+    journal.begin_attempt(delivery.id)
+    before, fingerprint = journal.get_delivery(delivery.id), journal.fingerprint()
+
+    with pytest.raises(Conflict):
+        journal.write_outcome(
+            delivery.id,
+            expected=PENDING,
+            status=FAILED,
+            uncovered=("ecg",),
+            failure="crashed",
+            points=[point(qty=2.0), point(start="2026-02-28T11:00:00.000000Z")],
+        )
+
+    assert journal.get_delivery(delivery.id) == before
+    assert journal.fingerprint() == fingerprint
+    assert journal.summary().points == 1
+
+
+def test_an_outcome_for_a_delivery_the_journal_does_not_hold_raises_conflict(
+    journal: Journal,
+) -> None:
+    with pytest.raises(Conflict):
+        journal.write_outcome(
+            ids.new_delivery_id(T0),
+            expected=PENDING,
+            status=PARSED,
+            uncovered=(),
+            failure=None,
+            points=[point()],
+        )
+    assert journal.summary().points == 0
+
+
+def test_an_outcome_counts_its_points_and_keeps_its_failure(seed: Seed, journal: Journal) -> None:
+    parsed, failed = seed.delivery(), seed.delivery()
+    seed.fold(parsed, [point(start=f"2026-02-28T1{h}:00:00.000000Z") for h in range(3)])
+    journal.write_outcome(
+        failed.id, expected=PENDING, status=FAILED, uncovered=(), failure="deadline", points=()
+    )
+
+    assert [d.points for d in journal.deliveries()] == [3, 0]
+    assert [d.failure for d in journal.deliveries()] == [None, "deadline"]
+
+
+# --- layers (SPEC §5) --------------------------------------------------------------------
+
+
+def test_an_older_layer_written_after_a_newer_one_leaves_the_newer_value(
+    seed: Seed, journal: Journal
+) -> None:
+    older, newer = seed.delivery(), seed.delivery()
+
+    seed.fold(newer, [point(qty=2.0, unit="steps")])
+    seed.fold(older, [point(qty=1.0, unit="count")])
+
+    [stored] = journal.export_points()
+    assert (stored.point.qty, stored.point.unit, stored.delivery_id) == (2.0, "steps", newer.id)
+
+
+def test_between_layers_received_at_the_same_time_the_larger_id_wins(
+    seed: Seed, journal: Journal
+) -> None:
+    high, low = same_time_ids(2)
+    seed.delivery(at=T0, delivery_id=high)
+    seed.delivery(at=T0, delivery_id=low)
+
+    journal.write_outcome(
+        high, expected=PENDING, status=PARSED, uncovered=(), failure=None, points=[point(qty=9.0)]
+    )
+    journal.write_outcome(
+        low, expected=PENDING, status=PARSED, uncovered=(), failure=None, points=[point(qty=1.0)]
+    )
+
+    [stored] = journal.export_points()
+    assert (stored.point.qty, stored.delivery_id) == (9.0, high)
+
+
+def test_keys_absent_from_a_newer_layer_are_inherited_from_older_ones(
+    seed: Seed, journal: Journal
+) -> None:
+    older, newer = seed.delivery(), seed.delivery()
+    ten, eleven = "2026-02-28T10:00:00.000000Z", "2026-02-28T11:00:00.000000Z"
+
+    seed.fold(older, [point(ten, 1.0), point(eleven, 1.0)])
+    seed.fold(newer, [point(ten, 2.0)])
+
+    assert [(p.point.start, p.point.qty, p.delivery_id) for p in journal.export_points()] == [
+        (ten, 2.0, newer.id),
+        (eleven, 1.0, older.id),
+    ]
+
+
+def test_the_showcase_is_the_same_whatever_order_deliveries_are_folded_in(
+    journal_factory: Callable[[], Journal],
+) -> None:
+    """Every permutation of three overlapping layers gives the same exported rows."""
+    ten, eleven, noon = (f"2026-02-28T{h}:00:00.000000Z" for h in ("10", "11", "12"))
+    high, low = same_time_ids(2)
+    layers = {
+        # (received_at, id): points; the last two share a received_at
+        (T0, ids.new_delivery_id(T0)): [point(ten, 1), point(eleven, 1)],
+        (T0 + timedelta(seconds=1), low): [point(ten, 2), point(noon, 2, source="Oura")],
+        (T0 + timedelta(seconds=1), high): [point(eleven, 3), point(noon, 3)],
+    }
+    results = []
+    for permutation in itertools.permutations(layers):
+        journal = journal_factory()
+        seed = Seed(journal)
+        for at, delivery_id in sorted(layers):
+            seed.delivery(at=at, delivery_id=delivery_id)
+        for at, delivery_id in permutation:
+            journal.write_outcome(
+                delivery_id,
+                expected=PENDING,
+                status=PARSED,
+                uncovered=(),
+                failure=None,
+                points=layers[at, delivery_id],
+            )
+        results.append([(p.point, p.delivery_id) for p in journal.export_points()])
+
+    assert all(result == results[0] for result in results)
+    assert [(p.start, p.source, p.qty) for p, _ in results[0]] == [
+        (ten, "Watch", 2),
+        (eleven, "Watch", 3),
+        (noon, "Oura", 2),
+        (noon, "Watch", 3),
+    ]
+
+
+def test_folding_the_same_delivery_again_changes_nothing(seed: Seed, journal: Journal) -> None:
+    older, delivery = seed.delivery(), seed.delivery()
+    seed.fold(older, [point(qty=1.0), point("2026-02-28T09:00:00.000000Z", 5.0)])
+    points = [point(qty=2.5, extra='{"note":"x"}'), point("2026-02-28T12:00:00.000000Z", None)]
+    seed.fold(delivery, points)
+    fingerprint, rows = journal.fingerprint(), list(journal.export_points())
+
+    seed.fold(delivery, points, expected=PARSED)
+
+    assert journal.fingerprint() == fingerprint
+    assert list(journal.export_points()) == rows
+
+
+# --- attempts ------------------------------------------------------------------------------
+
+
+def test_attempts_are_counted_released_never_below_zero_and_reset_by_an_outcome(
+    seed: Seed, journal: Journal
+) -> None:
+    delivery = seed.delivery()
+
+    def attempts() -> int:
+        stored = journal.get_delivery(delivery.id)
+        assert stored is not None
+        return stored.attempts
+
+    assert journal.begin_attempt(delivery.id) == 1
+    assert journal.begin_attempt(delivery.id) == 2
+    journal.release_attempt(delivery.id)
+    assert attempts() == 1
+    journal.release_attempt(delivery.id)
+    journal.release_attempt(delivery.id)
+    assert attempts() == 0
+    journal.begin_attempt(delivery.id)
+    journal.begin_attempt(delivery.id)
+    seed.fold(delivery)
+    assert attempts() == 0
+
+
+# --- ingest ----------------------------------------------------------------------------------
+
+
+def test_a_delivery_reads_back_whole(seed: Seed, journal: Journal) -> None:
+    new = seed.delivery(headers=(("automation-name", "Hourly"), ("session-id", "abc…")))
+
+    assert journal.get_delivery(new.id) == Delivery(
+        id=new.id,
+        account_id=new.account_id,
+        received_at=new.received_at,
+        archive_key=new.archive_key,
+        size=new.size,
+        content_type=new.content_type,
+        status=PENDING,
+        uncovered=(),
+        points=0,
+        attempts=0,
+        failure=None,
+        folded_at=None,
+        headers=(("automation-name", "Hourly"), ("session-id", "abc…")),
+    )
+    assert journal.get_delivery(ids.new_delivery_id(T0)) is None
+
+
+def test_inserting_a_delivery_twice_is_harmless(seed: Seed, journal: Journal) -> None:
+    new = seed.delivery()
+    before = journal.get_delivery(new.id)
+    again = NewDelivery(
+        id=new.id,
+        account_id=new.account_id,
+        received_at=new.received_at + timedelta(seconds=1),
+        archive_key="elsewhere",
+        size=1,
+        content_type="text/plain",
+    )
+
+    assert journal.insert_delivery(again) is False
+    assert journal.get_delivery(new.id) == before
+    assert journal.summary().counts[PENDING] == 1
+
+
+def test_inserting_a_delivery_for_an_unknown_account_raises_no_such_account(
+    journal: Journal,
+) -> None:
+    new = NewDelivery(
+        id=ids.new_delivery_id(T0),
+        account_id="nobody",
+        received_at=T0,
+        archive_key="k",
+        size=1,
+        content_type="application/json",
+    )
+    with pytest.raises(NoSuchAccount):
+        journal.insert_delivery(new)
+    assert journal.count_pending() == 0
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def test_summary_of_an_empty_journal_counts_every_status_as_zero(journal: Journal) -> None:
+    summary = journal.summary()
+
+    assert summary.counts == {s.value: 0 for s in ParseStatus}
+    assert (summary.oldest_pending, summary.last_delivery) == (None, None)
+    assert (summary.uncovered, summary.points, summary.backlog) == ({}, 0, 0)
+
+
+def test_summary_counts_statuses_uncovered_keys_and_points(seed: Seed, journal: Journal) -> None:
+    bob = seed.account("bob")
+    parsed, partial, failed, pending = (seed.delivery() for _ in range(4))
+    bobs = seed.delivery(bob)
+    seed.fold(parsed, [point(), point("2026-02-28T11:00:00.000000Z")])
+    seed.fold(partial, [point("2026-02-28T12:00:00.000000Z")], uncovered=("ecg", "workouts"))
+    journal.write_outcome(
+        failed.id, expected=PENDING, status=FAILED, uncovered=("ecg",), failure="x", points=()
+    )
+    seed.fold(bobs, [point()], uncovered=("ecg",))
+
+    summary = journal.summary()
+    assert summary.counts == {"pending": 1, "parsed": 1, "partial": 2, "failed": 1}
+    assert summary.backlog == 1
+    assert summary.oldest_pending == pending.received_at
+    assert summary.last_delivery == bobs.received_at
+    assert summary.uncovered == {"ecg": 3, "workouts": 1}
+    assert summary.points == 4
+
+    alice = journal.summary(seed.account().id)
+    assert alice.counts == {"pending": 1, "parsed": 1, "partial": 1, "failed": 1}
+    assert alice.last_delivery == pending.received_at
+    assert alice.uncovered == {"ecg": 2, "workouts": 1}
+    assert alice.points == 3
+    assert journal.summary(bob.id).oldest_pending is None
+
+
+def test_deliveries_filter_by_status_uncovered_key_and_account_in_journal_order(
+    seed: Seed, journal: Journal
+) -> None:
+    bob = seed.account("bob")
+    a1, a2, a3 = seed.delivery(), seed.delivery(), seed.delivery()
+    b1 = seed.delivery(bob)
+    seed.fold(a1, uncovered=("ecg",))
+    seed.fold(a3, uncovered=("ecg", "symptoms"))
+    seed.fold(b1, uncovered=("symptoms",))
+
+    def listed(**filters: object) -> list[str]:
+        return [d.id for d in journal.deliveries(**filters)]  # type: ignore[arg-type]
+
+    assert listed() == [a1.id, a2.id, a3.id, b1.id]
+    assert listed(newest_first=True) == [b1.id, a3.id, a2.id, a1.id]
+    assert listed(status=PARTIAL) == [a1.id, a3.id, b1.id]
+    assert listed(status=PENDING) == [a2.id]
+    assert listed(uncovered_key="symptoms") == [a3.id, b1.id]
+    assert listed(uncovered_key="symp") == []
+    assert listed(account_id=bob.id) == [b1.id]
+    assert listed(status=PARTIAL, uncovered_key="ecg", account_id=seed.account().id) == [
+        a1.id,
+        a3.id,
+    ]
+    assert listed(limit=2) == [a1.id, a2.id]
+    assert listed(limit=2, newest_first=True) == [b1.id, a3.id]
+
+
+def test_exported_points_read_back_whole(seed: Seed, journal: Journal) -> None:
+    delivery = seed.delivery()
+    full = point(
+        utc_offset=-300,
+        end="2026-02-28T10:30:00.000000Z",
+        qty=0.1 + 0.2,
+        text="deep",
+        unit="hr",
+        extra='{"Avg":1}',
+        metric="sleep_analysis",
+        field="asleep",
+        source="Oura Ring ’3",
+    )
+    bare = point("2026-02-28T11:00:00.000000Z", None, utc_offset=None, unit="")
+    seed.fold(delivery, [full, bare])
+
+    assert list(journal.export_points()) == [
+        StoredPoint(delivery.account_id, full, delivery.id),
+        StoredPoint(delivery.account_id, bare, delivery.id),
+    ]
+
+
+def test_export_filters_by_account_metric_and_start_range_in_export_order(
+    seed: Seed, journal: Journal
+) -> None:
+    bob = seed.account("bob")
+    alice = seed.account()
+    a, b = seed.delivery(alice), seed.delivery(bob)
+    day1, day2 = "2026-01-31T23:00:00.000000Z", "2026-02-01T00:00:00.000000Z"
+    seed.fold(
+        a,
+        [
+            point(day2, metric="step_count", field="qty", source="Watch"),
+            point(day1, metric="step_count", field="qty", source="Watch"),
+            point(day1, metric="step_count", field="qty", source="Phone"),
+            point(day1, metric="heart_rate", field="max", source="Watch"),
+            point(day1, metric="heart_rate", field="avg", source="Watch"),
+        ],
+    )
+    seed.fold(b, [point(day1, metric="heart_rate")])
+
+    def keys(**filters: str) -> list[tuple[str, str, str, str, str]]:
+        rows = journal.export_points(**filters)
+        return [(r.account_id, r.point.metric, r.point.start, r.point.field, r.point.source)
+                for r in rows]  # fmt: skip
+
+    every = keys()
+    assert [k[0] for k in every] == sorted(k[0] for k in every)
+    assert [k[1:] for k in every if k[0] == alice.id] == [
+        ("heart_rate", day1, "avg", "Watch"),
+        ("heart_rate", day1, "max", "Watch"),
+        ("step_count", day1, "qty", "Phone"),
+        ("step_count", day1, "qty", "Watch"),
+        ("step_count", day2, "qty", "Watch"),
+    ]
+    assert {k[0] for k in keys(account_id=bob.id)} == {bob.id}
+    assert len(keys(account_id=alice.id)) == 5
+    assert [k[2] for k in keys(account_id=alice.id, metric="step_count")] == [day1, day1, day2]
+    # start_from inclusive, start_to exclusive, a date prefix works
+    assert {k[2] for k in keys(start_from="2026-02-01")} == {day2}
+    assert {k[2] for k in keys(start_from=day2)} == {day2}
+    assert {k[2] for k in keys(start_to=day2)} == {day1}
+    assert keys(start_from="2026-01-31", start_to="2026-01-31T23:00") == []
+
+
+def test_the_fingerprint_changes_with_any_column_and_can_be_taken_per_account(
+    seed: Seed, journal: Journal
+) -> None:
+    bob = seed.account("bob")
+    empty = journal.fingerprint()
+    older, newer, bobs = seed.delivery(), seed.delivery(), seed.delivery(bob)
+    seed.fold(older, [point(qty=1.0)])
+    after_older = journal.fingerprint()
+    seed.fold(newer, [point(qty=1.0)])  # same value, newer layer: a column changed
+
+    assert len({empty, after_older, journal.fingerprint()}) == 3
+    alice_only = journal.fingerprint(seed.account().id)
+    seed.fold(bobs, [point(qty=7.0)])
+    assert journal.fingerprint(seed.account().id) == alice_only
+    assert journal.fingerprint(bob.id) != journal.fingerprint(seed.account().id)
+
+
+# --- accounts --------------------------------------------------------------------------------
+
+
+def test_accounts_are_found_by_token_hash_and_id(journal: Journal) -> None:
+    alice = journal.add_account("alice", "hash-a")
+    bob = journal.add_account("bob", "hash-b")
+
+    assert journal.account_by_token_hash("hash-b") == bob
+    assert journal.account_by_token_hash("hash-c") is None
+    assert journal.get_account(alice.id) == alice
+    assert journal.get_account("nobody") is None
+    assert {a.name for a in journal.accounts()} == {"alice", "bob"}
+    assert alice.created_at.tzinfo is not None
+
+
+def test_a_taken_account_name_or_token_hash_is_rejected(journal: Journal) -> None:
+    journal.add_account("alice", "hash-a")
+
+    with pytest.raises(HealthlogError):
+        journal.add_account("alice", "hash-other")
+    with pytest.raises(HealthlogError):
+        journal.add_account("someone", "hash-a")
+    assert [a.name for a in journal.accounts()] == ["alice"]
+
+
+def test_migrating_again_changes_nothing(seed: Seed, journal: Journal) -> None:
+    delivery = seed.delivery()
+    seed.fold(delivery, [point()])
+    fingerprint = journal.fingerprint()
+
+    journal.migrate()
+
+    assert journal.fingerprint() == fingerprint
+    assert [d.id for d in journal.deliveries()] == [delivery.id]

@@ -1,0 +1,231 @@
+"""What only the local folder adapter does: temp files, fsync, OS errors, memory.
+
+The shared behaviour is in ``tests/contract/test_archive_contract.py``. Where a test
+replaces ``os.fsync`` or ``os.link`` it patches the operating system, not our code.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from healthlog.archive.local import LocalArchive
+from healthlog.archive.open import open_archive
+from healthlog.archive.s3 import S3Archive
+from healthlog.errors import AlreadyExists, ArchiveUnavailable, ConfigError
+
+MIB = 1024 * 1024
+KEY = "acc-1/2024-05-01/0190a0b0-0000-7000-8000-000000000001.json"
+
+
+def temp_files(root: Path) -> list[str]:
+    return sorted(os.listdir(root / ".tmp"))
+
+
+def test_a_body_left_by_a_crash_is_never_listed(tmp_path: Path) -> None:
+    crashed = LocalArchive(tmp_path)
+    w = crashed.writer(KEY)
+    w.write(b'{"data": ')  # the process dies here: no commit, no abort
+    restarted = LocalArchive(tmp_path)
+    assert list(restarted.keys()) == []
+    assert len(temp_files(tmp_path)) == 1  # it is there, but only as a temp file
+    restarted.put(KEY, b"{}")
+    assert list(restarted.keys()) == [KEY]
+
+
+def test_commit_abort_and_a_taken_key_leave_no_temp_file(tmp_path: Path) -> None:
+    archive = LocalArchive(tmp_path)
+    archive.put(KEY, b"{}")
+    w = archive.writer("acc-1/aborted.json")
+    w.write(b"x")
+    w.abort()
+    with pytest.raises(AlreadyExists):
+        archive.put(KEY, b"again")
+    assert temp_files(tmp_path) == []
+
+
+def test_a_key_under_the_temp_folder_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"\.tmp"):
+        LocalArchive(tmp_path).put(".tmp/x.json", b"{}")
+
+
+def test_a_root_that_is_a_file_makes_the_archive_unavailable(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    root.write_bytes(b"not a folder")
+    archive = LocalArchive(root)
+    with pytest.raises(ArchiveUnavailable) as raised:
+        archive.put(KEY, b"{}")
+    assert isinstance(raised.value.__cause__, OSError)
+    with pytest.raises(ArchiveUnavailable):
+        archive.read(KEY)
+    with pytest.raises(ArchiveUnavailable):
+        archive.size(KEY)
+    with pytest.raises(ArchiveUnavailable):
+        list(archive.keys())
+
+
+def test_a_missing_root_is_unavailable_not_a_missing_body(tmp_path: Path) -> None:
+    """An unmounted volume must leave deliveries pending, not fail them."""
+    archive = LocalArchive(tmp_path / "not-mounted")
+    with pytest.raises(ArchiveUnavailable):
+        archive.read(KEY)
+    assert list(archive.keys()) == []  # a fresh install has simply written nothing yet
+
+
+def test_the_root_is_created_on_first_write(tmp_path: Path) -> None:
+    archive = LocalArchive(tmp_path / "new" / "archive")
+    archive.put(KEY, b"{}")
+    assert archive.read(KEY) == b"{}"
+
+
+def test_bodies_and_folders_are_private_to_the_service(tmp_path: Path) -> None:
+    LocalArchive(tmp_path).put(KEY, b"{}")
+    assert stat.S_IMODE((tmp_path / KEY).stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "acc-1").stat().st_mode) & 0o077 == 0
+
+
+def record_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Record the (device, inode) of everything fsynced, then fsync it for real."""
+    synced: list[tuple[int, int]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        st = os.fstat(fd)
+        synced.append((st.st_dev, st.st_ino))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+def ident(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return (st.st_dev, st.st_ino)
+
+
+def test_commit_fsyncs_the_body_and_every_folder_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = LocalArchive(tmp_path)
+    synced = record_fsyncs(monkeypatch)
+    archive.put("acc-1/2024-05-01/a.json", b"{}")
+    # the body (the temp file's inode is the published file's: a hard link), then the
+    # root (gained acc-1), acc-1 (gained the day) and the day (gained the body)
+    day = tmp_path / "acc-1" / "2024-05-01"
+    assert synced == [
+        ident(day / "a.json"),
+        ident(tmp_path),
+        ident(tmp_path / "acc-1"),
+        ident(day),
+    ]
+    synced.clear()
+    archive.put("acc-1/2024-05-01/b.json", b"{}")
+    assert synced == [ident(day / "b.json"), ident(day)]
+
+
+def test_a_failed_folder_fsync_takes_the_body_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = LocalArchive(tmp_path)
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EIO, "I/O error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(ArchiveUnavailable):
+        archive.put(KEY, b"{}")
+    monkeypatch.undo()
+    assert list(archive.keys()) == []  # "not committed" stays true: ingest answers 503
+    assert temp_files(tmp_path) == []
+
+
+def test_a_filesystem_without_hard_links_makes_the_archive_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_link(src: object, dst: object) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_link)
+    archive = LocalArchive(tmp_path)
+    with pytest.raises(ArchiveUnavailable):
+        archive.put(KEY, b"{}")
+    monkeypatch.undo()
+    assert list(archive.keys()) == []
+    assert temp_files(tmp_path) == []
+
+
+def test_a_full_disk_during_write_makes_the_archive_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = LocalArchive(tmp_path)
+    w = archive.writer(KEY)
+    w.write(b"x")
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(ArchiveUnavailable):
+        w.commit()
+    monkeypatch.undo()
+    assert list(archive.keys()) == []
+    assert temp_files(tmp_path) == []
+
+
+def test_streaming_a_large_body_keeps_memory_flat(tmp_path: Path) -> None:
+    archive = LocalArchive(tmp_path)
+    chunk = os.urandom(64 * 1024)
+    total = 50 * MIB
+    tracemalloc.start()
+    try:
+        w = archive.writer(KEY)
+        for _ in range(total // len(chunk)):
+            w.write(chunk)
+        assert w.commit() == total
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 * MIB, f"peak {peak} bytes while streaming {total}"
+    assert archive.size(KEY) == total
+
+
+# --- open_archive ------------------------------------------------------------------------
+
+
+def test_a_relative_file_url_is_under_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    archive = open_archive("file://var/archive")
+    assert isinstance(archive, LocalArchive)
+    assert archive.root == tmp_path / "var" / "archive"
+
+
+def test_an_absolute_file_url_is_that_folder(tmp_path: Path) -> None:
+    archive = open_archive(f"file://{tmp_path}/archive")
+    assert isinstance(archive, LocalArchive)
+    assert archive.root == tmp_path / "archive"
+
+
+@pytest.mark.parametrize(
+    ("url", "bucket", "prefix"),
+    [("s3://bodies", "bodies", ""), ("s3://bodies/prod/eu/", "bodies", "prod/eu/")],
+)
+def test_an_s3_url_names_the_bucket_and_prefix(url: str, bucket: str, prefix: str) -> None:
+    archive = open_archive(url, s3_endpoint_url="http://127.0.0.1:9")
+    assert isinstance(archive, S3Archive)
+    assert (archive.bucket, archive.prefix) == (bucket, prefix)
+    archive.close()
+
+
+@pytest.mark.parametrize("url", ["", "file://", "s3://", "s3:///prefix", "gs://bucket", "var"])
+def test_an_unusable_archive_url_is_a_config_error(url: str) -> None:
+    with pytest.raises(ConfigError):
+        open_archive(url)

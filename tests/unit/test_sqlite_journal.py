@@ -1,0 +1,416 @@
+"""What only the SQLite adapter does: its query plans, migrations, locks and pragmas."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import closing
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from healthlog import ids
+from healthlog.errors import (
+    Circumstance,
+    ConfigError,
+    HealthlogError,
+    JournalBusy,
+    JournalUnavailable,
+)
+from healthlog.journal import migrate, sqlite
+from healthlog.journal.port import ZERO_CURSOR
+from healthlog.journal.sqlite import SqliteJournal
+from healthlog.model import Account, NewDelivery, ParseStatus, Point
+
+T0 = ids.now().replace(microsecond=0)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> str:
+    return str(tmp_path / "journal.db")
+
+
+@pytest.fixture
+def journal(path: str) -> Iterator[SqliteJournal]:
+    j = SqliteJournal(path)
+    j.migrate()
+    yield j
+    j.close()
+
+
+@pytest.fixture
+def account(journal: SqliteJournal) -> Account:
+    return journal.add_account("alice", "hash-a")
+
+
+def new_delivery(account: Account, at: datetime | None = None) -> NewDelivery:
+    received_at = T0 if at is None else at
+    return NewDelivery(
+        id=ids.new_delivery_id(received_at),
+        account_id=account.id,
+        received_at=received_at,
+        archive_key="k",
+        size=2,
+        content_type="application/json",
+    )
+
+
+def a_point(qty: float) -> Point:
+    return Point("step_count", "qty", "Watch", "2026-01-01T00:00:00.000000Z", 0, None, qty,
+                 None, "count")  # fmt: skip
+
+
+def raw(path: str) -> closing[sqlite3.Connection]:
+    """A plain connection beside the journal's, closed at the end of the with-block."""
+    return closing(sqlite3.connect(path, isolation_level=None))
+
+
+def schema(path: str) -> list[tuple[str, str, str | None]]:
+    with raw(path) as conn:
+        return conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+        ).fetchall()
+
+
+@pytest.fixture
+def locker(path: str, journal: SqliteJournal) -> Iterator[sqlite3.Connection]:
+    """Another connection to the same file, holding the write lock until released."""
+    with raw(path) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        yield conn
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+
+# --- query plans -----------------------------------------------------------------------------
+
+
+def plan(journal: SqliteJournal, sql: str, params: tuple[object, ...]) -> str:
+    with raw(journal.path) as conn:
+        rows = conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
+    return "\n".join(row[-1] for row in rows)
+
+
+def test_pending_page_searches_the_partial_index_and_never_scans_deliveries(
+    journal: SqliteJournal, account: Account
+) -> None:
+    for n in range(50):
+        journal.insert_delivery(new_delivery(account, T0 + timedelta(seconds=n)))
+    with raw(journal.path) as conn:
+        conn.execute("ANALYZE")  # the plan holds with statistics too
+
+    found = plan(journal, sqlite.PENDING_PAGE, (sqlite.to_text(T0), "", 10))
+
+    assert "SEARCH deliveries USING" in found, found
+    assert "INDEX deliveries_pending ((received_at,id)>(?,?))" in found, found
+    assert "SCAN deliveries" not in found, found
+    assert "TEMP B-TREE" not in found, found  # the index gives the order: no sort
+
+
+def test_count_pending_walks_the_partial_index_not_the_table(journal: SqliteJournal) -> None:
+    """Its cost is the backlog, not the journal."""
+    found = plan(journal, sqlite.COUNT_PENDING, ())
+
+    assert "INDEX deliveries_pending" in found, found
+    assert "deliveries_status" not in found, found
+
+
+# --- migrations ------------------------------------------------------------------------------
+
+
+def test_a_database_migrated_in_two_steps_equals_a_fresh_one(tmp_path: Path) -> None:
+    head = migrate.head(migrate.load("sqlite"))
+    assert head >= 2
+    fresh, stepped = str(tmp_path / "fresh.db"), str(tmp_path / "stepped.db")
+    one = SqliteJournal(fresh)
+    one.migrate()
+    one.close()
+
+    first = SqliteJournal(stepped)
+    first.migrate(target=head - 1)
+    assert "deliveries_pending" not in {name for _, name, _ in schema(stepped)}
+    first.close()
+    second = SqliteJournal(stepped)
+    second.migrate()
+    second.close()
+
+    assert schema(stepped) == schema(fresh)
+    with raw(stepped) as conn:
+        versions = [v for (v,) in conn.execute("SELECT version FROM schema_migrations")]
+    assert versions == list(range(1, head + 1))
+
+
+def test_migrations_are_numbered_from_one_without_gaps() -> None:
+    versions = [m.version for m in migrate.load("sqlite")]
+
+    assert versions == list(range(1, len(versions) + 1))
+
+
+def test_a_migration_is_applied_in_the_callers_transaction() -> None:
+    """The runner never commits: a failing migration leaves nothing behind."""
+    broken = migrate.Migration(1, "broken", "CREATE TABLE a (x);\n-- between\nNOT SQL;\n")
+    with raw(":memory:") as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(migrate.SCHEMA_MIGRATIONS_DDL)
+        with pytest.raises(sqlite3.OperationalError):
+            migrate.run(sqlite._MigrationSession(conn), [broken])
+        conn.execute("ROLLBACK")
+
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
+
+
+# --- busy ------------------------------------------------------------------------------------
+
+
+def test_a_busy_database_makes_insert_raise_journal_busy_and_the_insert_lands_after(
+    path: str, account: Account, locker: sqlite3.Connection
+) -> None:
+    impatient = SqliteJournal(path, busy_timeout_ms=50, retries=2)
+    new = new_delivery(account)
+
+    with pytest.raises(JournalBusy) as raised:
+        impatient.insert_delivery(new)
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+
+    locker.execute("ROLLBACK")
+    assert impatient.insert_delivery(new) is True
+    assert impatient.pending_page(ZERO_CURSOR, 10)[0].id == new.id
+    impatient.close()
+
+
+def test_a_busy_database_makes_write_outcome_raise_journal_busy_and_write_nothing(
+    path: str, journal: SqliteJournal, account: Account
+) -> None:
+    new = new_delivery(account)
+    journal.insert_delivery(new)
+    impatient = SqliteJournal(path, busy_timeout_ms=50, retries=2)
+    locker = sqlite3.connect(path, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")
+
+    def write() -> None:
+        impatient.write_outcome(
+            new.id,
+            expected=ParseStatus.PENDING,
+            status=ParseStatus.PARSED,
+            uncovered=(),
+            failure=None,
+            points=[a_point(3.0)],
+        )
+
+    with pytest.raises(JournalBusy):
+        write()
+    # readers are not blocked by the writer (WAL)
+    stored = impatient.get_delivery(new.id)
+    assert stored is not None and stored.status is ParseStatus.PENDING
+    assert impatient.summary().points == 0
+
+    locker.execute("ROLLBACK")
+    locker.close()
+    write()
+    stored = impatient.get_delivery(new.id)
+    assert stored is not None and stored.status is ParseStatus.PARSED
+    assert impatient.summary().points == 1
+    impatient.close()
+
+
+def test_a_lock_released_between_retries_lets_the_write_land(
+    path: str, account: Account, locker: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry restarts the transaction: no JournalBusy when the lock goes in time."""
+    pauses: list[float] = []
+
+    def release_instead_of_sleeping(seconds: float) -> None:
+        pauses.append(seconds)
+        locker.execute("ROLLBACK")
+
+    monkeypatch.setattr(sqlite, "_sleep", release_instead_of_sleeping)
+    impatient = SqliteJournal(path, busy_timeout_ms=20, retries=2)
+
+    assert impatient.insert_delivery(new_delivery(account)) is True
+    assert len(pauses) == 1 and 0 < pauses[0] <= 0.2
+    impatient.close()
+
+
+def test_retries_back_off_with_bounded_pauses_before_journal_busy(
+    path: str, account: Account, locker: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pauses: list[float] = []
+    monkeypatch.setattr(sqlite, "_sleep", pauses.append)
+    impatient = SqliteJournal(path, busy_timeout_ms=1, retries=3)
+
+    with pytest.raises(JournalBusy):
+        impatient.insert_delivery(new_delivery(account))
+
+    assert len(pauses) == 3
+    assert all(0 < p <= 0.2 for p in pauses)
+    impatient.close()
+
+
+# --- pragmas, files, errors ------------------------------------------------------------------
+
+
+def test_the_journal_runs_in_wal_mode_with_full_sync_and_foreign_keys(
+    journal: SqliteJournal,
+) -> None:
+    with journal._pool.connection() as conn:
+        pragmas = [
+            conn.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
+        ]
+
+    assert pragmas == ["wal", 2, 1, 5000]  # synchronous 2 is FULL
+
+
+def test_the_database_folder_is_created(tmp_path: Path) -> None:
+    journal = SqliteJournal(str(tmp_path / "var" / "deep" / "journal.db"))
+    journal.migrate()
+    journal.close()
+
+    assert (tmp_path / "var" / "deep" / "journal.db").is_file()
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "a_directory"])
+def test_a_database_that_cannot_be_opened_raises_journal_unavailable(
+    tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    path = tmp_path / "file" / "journal.db" if where == "under_a_file" else tmp_path
+    journal = SqliteJournal(str(path))
+
+    with pytest.raises(JournalUnavailable) as raised:
+        journal.migrate()
+    assert not isinstance(raised.value, sqlite3.Error)
+
+
+def test_a_file_that_is_not_a_database_raises_journal_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "junk.db").write_bytes(b"this is not a SQLite database, not at all" * 100)
+    journal = SqliteJournal(str(tmp_path / "junk.db"))
+
+    with pytest.raises(JournalUnavailable):
+        journal.count_pending()
+
+
+def test_an_unmigrated_database_raises_journal_unavailable(path: str) -> None:
+    journal = SqliteJournal(path)
+
+    with pytest.raises(JournalUnavailable):
+        journal.pending_page(ZERO_CURSOR, 1)
+    with pytest.raises(JournalUnavailable):
+        list(journal.export_points())
+    journal.close()
+
+
+def test_a_closed_journal_raises_journal_unavailable(journal: SqliteJournal) -> None:
+    journal.close()
+
+    with pytest.raises(JournalUnavailable):
+        journal.count_pending()
+
+
+def test_a_point_the_database_cannot_bind_is_not_a_circumstance(
+    journal: SqliteJournal, account: Account
+) -> None:
+    """A bad value is the delivery's fault: a plain HealthlogError, not JournalBusy."""
+    new = new_delivery(account)
+    journal.insert_delivery(new)
+    bad = Point("m", "qty", "s", "2026-01-01T00:00:00.000000Z", None, None, object(), None, "u")  # type: ignore[arg-type]
+
+    with pytest.raises(HealthlogError) as raised:
+        journal.write_outcome(
+            new.id,
+            expected=ParseStatus.PENDING,
+            status=ParseStatus.PARSED,
+            uncovered=(),
+            failure=None,
+            points=[bad],
+        )
+    assert not isinstance(raised.value, Circumstance)
+    stored = journal.get_delivery(new.id)
+    assert stored is not None and stored.status is ParseStatus.PENDING
+
+
+def test_times_are_stored_as_fixed_width_utc_text() -> None:
+    assert sqlite.to_text(ZERO_CURSOR.received_at) == "0001-01-01T00:00:00.000000Z"
+    at = ids.now()
+    assert sqlite.from_text(sqlite.to_text(at)) == at
+    assert len(sqlite.to_text(at.replace(microsecond=0))) == 27
+    with pytest.raises(ValueError, match="aware"):
+        sqlite.to_text(at.replace(tzinfo=None))
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:///var/healthlog.db", "var/healthlog.db"),
+        ("sqlite:////srv/healthlog/journal.db", "/srv/healthlog/journal.db"),
+    ],
+)
+def test_from_url_reads_relative_and_absolute_paths(url: str, expected: str) -> None:
+    assert SqliteJournal.from_url(url, busy_timeout_ms=10, retries=1).path == expected
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite:///", "sqlite:///:memory:", "sqlite://host/x.db", "postgresql://x/y"]
+)
+def test_from_url_rejects_what_is_not_a_file_path(url: str) -> None:
+    with pytest.raises(ConfigError):
+        SqliteJournal.from_url(url)
+
+
+# --- threads ---------------------------------------------------------------------------------
+
+
+def test_threads_share_one_journal_and_every_write_lands(
+    journal: SqliteJournal, account: Account
+) -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def ingest(n: int) -> None:
+        try:
+            start.wait()
+            for k in range(25):
+                at = T0 + timedelta(seconds=n, microseconds=k)
+                journal.insert_delivery(new_delivery(account, at))
+                journal.pending_page(ZERO_CURSOR, 5)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ingest, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    assert journal.count_pending() == 200
+    assert len(journal._pool._idle) <= sqlite._POOL_KEEP
+
+
+def test_an_abandoned_export_gives_its_connection_back(
+    journal: SqliteJournal, account: Account
+) -> None:
+    new = new_delivery(account)
+    journal.insert_delivery(new)
+    points = [
+        Point("m", "qty", "s", f"2026-01-01T00:00:{n:02d}.000000Z", None, None, n, None, "u")
+        for n in range(10)
+    ]
+    journal.write_outcome(
+        new.id,
+        expected=ParseStatus.PENDING,
+        status=ParseStatus.PARSED,
+        uncovered=(),
+        failure=None,
+        points=points,
+    )
+    rows = journal.export_points()
+    next(rows)
+    rows.close()  # what garbage collection does to an abandoned generator
+
+    assert all(not conn.in_transaction for conn in journal._pool._idle)
+    # the write lock is free: a write from another connection does not wait
+    other = SqliteJournal(journal.path, busy_timeout_ms=0, retries=0)
+    assert other.insert_delivery(new_delivery(account, T0 + timedelta(days=1))) is True
+    other.close()
