@@ -9,6 +9,7 @@ folded without a second pass running beside the first.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from healthlog.archive.port import Archive
@@ -37,12 +38,24 @@ class FoldService:
         cancel: threading.Event | None = None,
         time_left: Callable[[], float] | None = None,
         margin_s: float = 0.0,
+        wait_s: float = 0.0,
+        budget_s: float | None = None,
     ) -> PassReport | None:
-        """Run passes until no wake-up came in meanwhile; None if another pass runs."""
+        """Run passes until no wake-up came in meanwhile; None if another pass runs.
+
+        ``budget_s`` stops claiming work that long after the passes start. With
+        ``wait_s``, wait that long for a running pass to end and then run one:
+        a caller that must see every delivery journalled so far folded (the operator's
+        ``healthlog fold``, an end-to-end test) gets a pass that started after them.
+        """
         self._again.set()
-        if not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(timeout=wait_s if wait_s > 0 else -1, blocking=wait_s > 0):
             return None  # the running pass sees the flag and goes round again
         try:
+            if budget_s is not None:
+                # the budget counts from when this caller's passes start, not its wait
+                deadline = time.monotonic() + budget_s
+                time_left = lambda: deadline - time.monotonic()  # noqa: E731
             report = PassReport()
             while self._again.is_set():
                 self._again.clear()

@@ -1,0 +1,372 @@
+"""The ``healthlog`` command: the local stack and the operator's tools.
+
+Every command a script would read takes ``--json``. Configuration comes from the
+environment through ``Settings.from_env()`` (see docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import IO, Any
+
+from healthlog import ids, log
+from healthlog.config import Settings
+from healthlog.errors import HealthlogError
+from healthlog.journal.port import Journal, StoredPoint
+from healthlog.model import Delivery, ParseStatus
+
+STATUSES = [s.value for s in ParseStatus]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings.from_env()
+        log.setup(settings.log_level if not getattr(args, "quiet", False) else "WARNING")
+        result: int = args.run(args, settings)
+        return result
+    except HealthlogError as exc:
+        print(f"healthlog: {exc}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="healthlog", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the local stack (ingest + fold + tick)")
+    p.add_argument("--host", default="127.0.0.1", help="ingest listens here (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="ingest port (default 8080)")
+    p.add_argument("--fold-port", type=int, default=8081, help="fold port, on 127.0.0.1")
+    p.add_argument("--tick", type=float, default=60.0, help="seconds between passes (60)")
+    p.set_defaults(run=cmd_serve)
+
+    account = sub.add_parser("account", help="manage accounts").add_subparsers(
+        dest="account_command", required=True
+    )
+    p = account.add_parser("add", help="create an account and print its token once")
+    p.add_argument("name")
+    _json_flag(p)
+    p.set_defaults(run=cmd_account_add)
+    p = account.add_parser("list", help="list accounts")
+    _json_flag(p)
+    p.set_defaults(run=cmd_account_list)
+
+    p = sub.add_parser("fold", help="run one fold pass now and print the outcome counts")
+    _json_flag(p)
+    p.set_defaults(run=cmd_fold)
+
+    p = sub.add_parser("status", help="counts per status, backlog, uncovered keys")
+    _account_flag(p)
+    _json_flag(p)
+    p.set_defaults(run=cmd_status)
+
+    p = sub.add_parser("deliveries", help="list deliveries, newest first")
+    p.add_argument("--status", choices=STATUSES)
+    p.add_argument("--limit", type=int, default=50)
+    _account_flag(p)
+    _json_flag(p)
+    p.set_defaults(run=cmd_deliveries)
+
+    p = sub.add_parser("replay", help="re-fold deliveries through the same Player")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all", action="store_true", help="every delivery")
+    which.add_argument("--status", choices=STATUSES)
+    which.add_argument("--uncovered", metavar="KEY", help="deliveries with this uncovered key")
+    p.add_argument("--dry-run", action="store_true", help="parse and report, write nothing")
+    _account_flag(p)
+    _json_flag(p)
+    p.set_defaults(run=cmd_replay)
+
+    p = sub.add_parser("export", help="showcase points as CSV or JSON lines")
+    p.add_argument("--metric", help="one metric (default: all)")
+    p.add_argument("--from", dest="start_from", help="UTC start, inclusive (e.g. 2024-01-31)")
+    p.add_argument("--to", dest="start_to", help="UTC start, exclusive")
+    p.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+    p.add_argument("--output", "-o", help="file to write (default: stdout)")
+    _account_flag(p)
+    p.set_defaults(run=cmd_export)
+
+    p = sub.add_parser("reconcile", help="journal archived bodies that have no journal row")
+    _json_flag(p)
+    p.set_defaults(run=cmd_reconcile)
+    return parser
+
+
+def _json_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _account_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--account", metavar="NAME", help="only this account")
+
+
+def _journal(settings: Settings) -> Journal:
+    from healthlog import wiring
+
+    journal = wiring.open_journal(settings)
+    journal.migrate()
+    return journal
+
+
+def _account_id(journal: Journal, name: str | None) -> str | None:
+    if name is None:
+        return None
+    for account in journal.accounts():
+        if account.name == name:
+            return account.id
+    raise HealthlogError(f"no account named {name!r}")
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        print(text)
+
+
+def _age(at: datetime | None) -> float | None:
+    return None if at is None else round((ids.now() - at).total_seconds(), 3)
+
+
+# --- commands --------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import os
+
+    from healthlog import serve, tokens
+
+    env = dict(os.environ)
+    journal = _journal(settings)
+    try:
+        token = None
+        if not journal.accounts():
+            token = tokens.new_token()
+            journal.add_account("default", tokens.hash_token(token))
+    finally:
+        journal.close()
+    options = serve.StackOptions(args.host, args.port, args.fold_port, args.tick)
+
+    def banner() -> None:
+        shown = "0.0.0.0" if args.host in ("0.0.0.0", "") else args.host  # noqa: S104
+        print(f"healthlog is taking deliveries at  http://{shown}:{args.port}/")
+        if token is not None:
+            print("Add this header to the Health Auto Export automation:")
+            print(f"  Authorization: Bearer {token}")
+            print("(the token is shown only now; `healthlog account add NAME` makes another)")
+        else:
+            print("Header for the HAE automation:")
+            print("  Authorization: Bearer <the token shown at first start>")
+        if args.host == "127.0.0.1":
+            print("Listening on 127.0.0.1 only: to let the phone reach it, run with --host 0.0.0.0")
+            print("and use this machine's address on your network in the HAE app.")
+        sys.stdout.flush()
+
+    return serve.run_stack(options, env, banner)
+
+
+def cmd_account_add(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import tokens
+
+    journal = _journal(settings)
+    token = tokens.new_token()
+    account = journal.add_account(args.name, tokens.hash_token(token))
+    journal.close()
+    data = {"id": account.id, "name": account.name, "token": token}
+    _emit(
+        args,
+        data,
+        f"account {account.name} created\n"
+        f"header for the HAE automation:\n  Authorization: Bearer {token}\n"
+        "(shown only now: it is stored hashed)",
+    )
+    return 0
+
+
+def cmd_account_list(args: argparse.Namespace, settings: Settings) -> int:
+    journal = _journal(settings)
+    accounts = journal.accounts()
+    journal.close()
+    data = [{"id": a.id, "name": a.name, "created_at": a.created_at.isoformat()} for a in accounts]
+    _emit(args, data, "\n".join(f"{a.name}\t{a.id}" for a in accounts) or "no accounts")
+    return 0
+
+
+def cmd_fold(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import wiring
+    from healthlog.fold.service import FoldService
+
+    journal = _journal(settings)
+    service = FoldService(journal, wiring.open_archive(settings), settings)
+    report = service.run()
+    journal.close()
+    data = report.as_dict() if report else {}
+    counts = ", ".join(f"{k} {data.get(k, 0)}" for k in ("parsed", "partial", "failed", "deferred"))
+    _emit(args, data, f"folded {data.get('selected', 0)} deliveries: {counts}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    journal = _journal(settings)
+    summary = journal.summary(_account_id(journal, args.account))
+    journal.close()
+    data = {
+        "counts": summary.counts,
+        "backlog": summary.backlog,
+        "oldest_pending_age_s": _age(summary.oldest_pending),
+        "last_delivery": summary.last_delivery.isoformat() if summary.last_delivery else None,
+        "uncovered": summary.uncovered,
+        "points": summary.points,
+    }
+    lines = [
+        "deliveries: " + ", ".join(f"{k} {v}" for k, v in summary.counts.items()),
+        f"backlog: {summary.backlog}"
+        + (f" (oldest waiting {data['oldest_pending_age_s']} s)" if summary.oldest_pending else ""),
+        f"last delivery: {data['last_delivery'] or 'none yet'}",
+        f"points in the showcase: {summary.points}",
+    ]
+    if summary.uncovered:
+        lines.append(
+            "uncovered keys: " + ", ".join(f"{k} ({n})" for k, n in summary.uncovered.items())
+        )
+    _emit(args, data, "\n".join(lines))
+    return 0
+
+
+def _delivery_dict(d: Delivery) -> dict[str, Any]:
+    return {
+        "id": d.id,
+        "account_id": d.account_id,
+        "received_at": d.received_at.isoformat(),
+        "status": d.status.value,
+        "size": d.size,
+        "points": d.points,
+        "uncovered": list(d.uncovered),
+        "failure": d.failure,
+        "attempts": d.attempts,
+    }
+
+
+def cmd_deliveries(args: argparse.Namespace, settings: Settings) -> int:
+    journal = _journal(settings)
+    rows = journal.deliveries(
+        status=ParseStatus(args.status) if args.status else None,
+        account_id=_account_id(journal, args.account),
+        limit=args.limit,
+        newest_first=True,
+    )
+    journal.close()
+    data = [_delivery_dict(d) for d in rows]
+    text = "\n".join(
+        f"{d.received_at.isoformat()}  {d.id}  {d.status.value:<8} {d.size:>10} B  "
+        f"{d.points:>7} pts  {','.join(d.uncovered)}{'  ' + d.failure if d.failure else ''}"
+        for d in rows
+    )
+    _emit(args, data, text or "no deliveries")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import wiring
+    from healthlog.fold.replay import replay
+    from healthlog.fold.service import make_player
+
+    journal = _journal(settings)
+    player = make_player(journal, wiring.open_archive(settings), settings)
+    report = replay(
+        journal,
+        player,
+        status=ParseStatus(args.status) if args.status else None,
+        uncovered_key=args.uncovered,
+        account_id=_account_id(journal, args.account),
+        dry_run=args.dry_run,
+    )
+    journal.close()
+    data = report.as_dict()
+    counts = ", ".join(f"{k} {data[k]}" for k in ("parsed", "partial", "failed", "deferred"))
+    verb = "would re-fold" if args.dry_run else "re-folded"
+    changed = "" if args.dry_run else f"; showcase changed: {data['showcase_changed']}"
+    _emit(
+        args,
+        data,
+        f"{verb} {data['selected']} deliveries: {counts}; "
+        f"status changes {data['status_changes']}{changed}",
+    )
+    return 0
+
+
+EXPORT_COLUMNS = [
+    "account_id", "metric", "field", "source", "start", "utc_offset", "end",
+    "qty", "text", "unit", "extra", "delivery_id",
+]  # fmt: skip
+
+
+def _export_rows(points: Iterator[StoredPoint]) -> Iterator[dict[str, Any]]:
+    for sp in points:
+        p = sp.point
+        yield {
+            "account_id": sp.account_id,
+            "metric": p.metric,
+            "field": p.field,
+            "source": p.source,
+            "start": p.start,
+            "utc_offset": p.utc_offset,
+            "end": p.end,
+            "qty": p.qty,
+            "text": p.text,
+            "unit": p.unit,
+            "extra": p.extra,
+            "delivery_id": sp.delivery_id,
+        }
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    journal = _journal(settings)
+    points = journal.export_points(
+        account_id=_account_id(journal, args.account),
+        metric=args.metric,
+        start_from=args.start_from,
+        start_to=args.start_to,
+    )
+    with contextlib.ExitStack() as stack:
+        stack.callback(journal.close)
+        out: IO[str] = sys.stdout
+        if args.output:
+            out = stack.enter_context(open(args.output, "w", newline="", encoding="utf-8"))
+        rows = _export_rows(points)
+        if args.format == "csv":
+            writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+        else:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return 0
+
+
+def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import reconcile, wiring
+
+    journal = _journal(settings)
+    report = reconcile.reconcile(journal, wiring.open_archive(settings))
+    journal.close()
+    data = report.as_dict()
+    _emit(
+        args,
+        data,
+        f"archived bodies: {data['seen']}; journalled now: {data['journalled']}; "
+        f"already journalled: {data['present']}; skipped: {data['skipped']}",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The local stack: ingest and fold served by functions-framework, and a tick.
+
+Both functions run as functions-framework processes bound to 127.0.0.1 by default
+(anything else is opt-in with ``--host``). The tick POSTs to the fold function every
+``tick`` seconds (and once at start, which is how the backlog is picked up: an ordinary
+pass). Stopping (SIGTERM or Ctrl-C): ingest stops taking requests first, then the tick,
+then the fold finishes or abandons the delivery in hand; the journal is closed by the
+fold process itself after that.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from healthlog import log
+from healthlog.config import ENV_PREFIX
+
+logger = logging.getLogger("healthlog.serve")
+
+ROOT = Path(__file__).resolve().parents[2]
+STOP_GRACE_S = 30.0
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    fold_port: int = 8081
+    tick_s: float = 60.0
+
+
+def function_command(target: str, host: str, port: int) -> list[str]:
+    source = ROOT / "functions" / target / "main.py"
+    return [
+        sys.executable,
+        "-m",
+        "healthlog.localserver",
+        "--target",
+        target,
+        "--source",
+        str(source),
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
+
+
+def wait_listening(host: str, port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Block until the server accepts connections (bounded); raise if it died."""
+    deadline = time.monotonic() + timeout_s
+    probe = "127.0.0.1" if host in ("0.0.0.0", "") else host  # noqa: S104
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server on port {port} exited with {proc.returncode}")
+        try:
+            with socket.create_connection((probe, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"the server on port {port} did not start in {timeout_s:.0f} s")
+
+
+def stop(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        log.event(logger, logging.WARNING, "serve.kill", pid=proc.pid)
+        proc.kill()
+        proc.wait()
+
+
+class Tick:
+    """POST to the fold function now and every ``interval_s`` seconds until stopped."""
+
+    def __init__(self, url: str, interval_s: float) -> None:
+        self._url = url
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="healthlog-tick", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=STOP_GRACE_S)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            again = self.tick()
+            if not again:
+                self._stop.wait(self._interval_s)
+
+    def tick(self) -> bool:
+        """One tick; True when the pass stopped on its budget and should go on now."""
+        request = urllib.request.Request(self._url, data=b"{}", method="POST")  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=STOP_GRACE_S + 5) as reply:  # noqa: S310
+                report = json.loads(reply.read() or b"{}")
+                return isinstance(report, dict) and report.get("stopped") == "budget"
+        except (OSError, ValueError) as exc:
+            log.event(logger, logging.WARNING, "serve.tick_failed", error=type(exc).__name__)
+            return False
+
+
+def run_stack(
+    options: StackOptions, env: Mapping[str, str], on_ready: Callable[[], None] = lambda: None
+) -> int:
+    """Start fold, ingest and the tick; block until SIGTERM/SIGINT; stop in order.
+
+    ``on_ready`` runs once both functions accept connections (the banner with the URL).
+    """
+    fold_url = f"http://127.0.0.1:{options.fold_port}/"
+    fold_env = dict(env)
+    ingest_env = {**env, ENV_PREFIX + "FOLD_URL": fold_url}
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    fold = subprocess.Popen(function_command("fold", "127.0.0.1", options.fold_port), env=fold_env)
+    ingest: subprocess.Popen[bytes] | None = None
+    tick: Tick | None = None
+    try:
+        wait_listening("127.0.0.1", options.fold_port, fold, 30)
+        ingest = subprocess.Popen(
+            function_command("ingest", options.host, options.port), env=ingest_env
+        )
+        wait_listening(options.host, options.port, ingest, 30)
+        tick = Tick(fold_url, options.tick_s)
+        tick.start()
+        log.event(logger, logging.INFO, "serve.started", port=options.port, pid=os.getpid())
+        on_ready()
+        while not stopping.is_set():
+            if fold.poll() is not None or ingest.poll() is not None:
+                log.event(logger, logging.ERROR, "serve.child_exited")
+                return 1
+            stopping.wait(1.0)
+        return 0
+    finally:
+        # ingest stops taking requests before the fold stops
+        if ingest is not None:
+            stop(ingest)
+        if tick is not None:
+            tick.stop()
+        stop(fold)
+        log.event(logger, logging.INFO, "serve.stopped")

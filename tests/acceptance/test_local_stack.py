@@ -1,0 +1,186 @@
+"""The local stack as a new user runs it: `healthlog serve`, a phone posting over HTTP.
+
+One scenario, end to end, through real processes: the stack prints the URL and a token;
+real and generated HAE deliveries are posted (overlapping windows whose values change,
+an unknown section, bad bodies, concurrent posts); a pass is driven synchronously over
+HTTP; the results are read through the CLI's ``--json`` and ``export``; SIGTERM stops
+everything with exit code 0; and no log line of any process carries a health value, a
+source name, a token or a header value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.conftest import metrics_body, samples
+from tests.integration.servers import free_port
+
+BIN = Path(sys.executable).parent
+SECRET_AUTOMATION = "Automation-Name-Nobody-Should-Log"
+SOURCE = "Zelda’s Apple Watch"
+VALUE = 4242.171717
+
+
+@dataclass
+class Stack:
+    process: subprocess.Popen[bytes]
+    folder: Path
+    env: dict[str, str]
+    url: str
+    fold_url: str
+    token: str
+
+    def cli(self, *args: str) -> object:
+        out = subprocess.run(
+            [str(BIN / "healthlog"), *args],
+            cwd=self.folder,
+            env=self.env,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        return json.loads(out) if "--json" in args else out.decode()
+
+    def post(self, body: bytes, **headers: str) -> requests.Response:
+        sent = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        return requests.post(self.url, data=body, headers={**sent, **headers}, timeout=30)
+
+    def fold_now(self) -> dict[str, object]:
+        """One pass, synchronously: it starts after any running pass ends."""
+        reply = requests.post(self.fold_url + "?wait=1", timeout=120)
+        assert reply.status_code == 200, reply.text
+        report: dict[str, object] = reply.json()
+        return report
+
+    def logs(self) -> str:
+        return (self.folder / "stderr.log").read_text(errors="replace")
+
+
+def _read_token(stdout: Path, process: subprocess.Popen[bytes]) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for line in stdout.read_text().splitlines():
+            if line.strip().startswith("Authorization: Bearer hl_"):
+                return line.split("Bearer", 1)[1].strip()
+        assert process.poll() is None, stdout.read_text()
+        time.sleep(0.05)
+    raise AssertionError("serve printed no token")
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    port, fold_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
+    env.update(
+        HEALTHLOG_MAX_BODY_BYTES=str(1_000_000),
+        HEALTHLOG_LOG_LEVEL="DEBUG",
+        PYTHONUNBUFFERED="1",
+    )
+    with open(tmp_path / "stdout.log", "wb") as out, open(tmp_path / "stderr.log", "wb") as err:
+        process = subprocess.Popen(
+            [str(BIN / "healthlog"), "serve", "--port", str(port), "--fold-port",
+             str(fold_port), "--tick", "3600"],
+            cwd=tmp_path, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    try:
+        token = _read_token(tmp_path / "stdout.log", process)
+        yield Stack(
+            process, tmp_path, env, f"http://127.0.0.1:{port}/",
+            f"http://127.0.0.1:{fold_port}/", token,
+        )  # fmt: skip
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def steps(start_minute: int, values: list[float]) -> bytes:
+    points = [
+        {"date": f"2026-06-01 10:{start_minute + i:02d}:00 +0200", "qty": v, "source": SOURCE}
+        for i, v in enumerate(values)
+    ]
+    return json.dumps(metrics_body(("step_count", "count", points))).encode()
+
+
+def test_a_new_user_runs_the_stack_and_every_delivery_is_accounted_for(stack: Stack) -> None:
+    stdout = (stack.folder / "stdout.log").read_text()
+    assert stack.url in stdout  # the URL to type into the app
+    assert (stack.folder / "var" / "healthlog.db").exists()  # the embedded default
+
+    # real sample bodies, byte for byte
+    sent = {p.name: stack.post(p.read_bytes()) for p in samples()}
+    assert {name: r.status_code for name, r in sent.items()} == dict.fromkeys(sent, 200)
+
+    # overlapping windows whose values change: the later delivery wins per point
+    assert stack.post(steps(0, [1, 2, 3]), **{"automation-name": SECRET_AUTOMATION}).ok
+    assert stack.post(steps(1, [20, 30, VALUE])).ok
+    # an unknown section is kept and reported, not dropped
+    unknown = {"data": {"metrics": [], "somethingNew": [{"x": 1}]}}
+    assert stack.post(json.dumps(unknown).encode()).ok
+    # concurrent posts
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        codes = list(pool.map(lambda i: stack.post(steps(30, [float(i)])).status_code, range(24)))
+    assert codes == [200] * 24
+
+    # bad bodies get a readable 4xx and store nothing
+    bad = {
+        "array": (stack.post(b"[1,2]"), 400),
+        "not json": (stack.post(b"not json"), 400),
+        "no token": (requests.post(stack.url, data=b"{}", timeout=30), 401),
+        "wrong token": (stack.post(b"{}", Authorization="Bearer hl_wrong"), 401),
+        "too large": (stack.post(b'{"x":"' + b"a" * 1_000_000 + b'"}'), 413),
+    }
+    for name, (reply, code) in bad.items():
+        assert reply.status_code == code, name
+        assert len(reply.text) > 20 and "Traceback" not in reply.text, name
+    assert "Batch Requests" in bad["too large"][0].text
+
+    report = stack.fold_now()
+    assert report["stopped"] is None
+
+    status = stack.cli("status", "--json")
+    assert isinstance(status, dict)
+    total = len(sent) + 2 + 1 + 24
+    assert sum(status["counts"].values()) == total  # nothing else was stored
+    assert status["counts"]["pending"] == 0 and status["counts"]["failed"] == 0
+    workouts = sum("workouts" in name for name in sent)
+    assert status["counts"]["partial"] == workouts + 1
+    assert status["uncovered"] == {"workouts": workouts, "somethingNew": 1}
+
+    exported = [json.loads(line) for line in str(
+        stack.cli("export", "--metric", "step_count", "--format", "jsonl", "--from", "2026-06-01")
+    ).splitlines()]  # fmt: skip
+    by_start = {p["start"][11:16]: p["qty"] for p in exported}
+    assert by_start["08:00"] == 1 and by_start["08:01"] == 20 and by_start["08:02"] == 30
+    assert by_start["08:03"] == VALUE
+    assert by_start["08:30"] in {float(i) for i in range(24)}
+
+    deliveries = stack.cli("deliveries", "--limit", "1000", "--json")
+    assert isinstance(deliveries, list) and len(deliveries) == total
+
+    # SIGTERM: ingest stops first, then the fold; exit code 0
+    stack.process.send_signal(signal.SIGTERM)
+    assert stack.process.wait(timeout=90) == 0
+    with pytest.raises(requests.ConnectionError):
+        stack.post(b"{}")
+
+    logs = stack.logs()
+    assert "fold.pass" in logs and "delivery.folded" in logs  # the logs are there...
+    for secret in (stack.token, SOURCE, "Zelda", "Irvin", str(VALUE), "0.76856774374845116",
+                   SECRET_AUTOMATION, "hl_wrong"):  # fmt: skip
+        assert secret not in logs, f"a log line carries {secret!r}"
+    for line in logs.splitlines():
+        if line.startswith("{"):
+            json.loads(line)  # every structured line is one JSON object

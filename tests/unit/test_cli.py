@@ -1,0 +1,135 @@
+"""The healthlog command, driven in-process on a real SQLite journal and archive folder."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from healthlog import cli, tokens
+from healthlog.archive.local import LocalArchive
+from healthlog.journal.sqlite import SqliteJournal
+
+from tests.conftest import Phone, metrics_body
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{tmp_path}/journal.db")
+    monkeypatch.setenv("HEALTHLOG_ARCHIVE_URL", f"file://{tmp_path}/archive")
+    monkeypatch.setenv("HEALTHLOG_LOG_LEVEL", "WARNING")
+    return tmp_path
+
+
+def run(capsys: Any, *argv: str) -> Any:
+    assert cli.main(list(argv)) == 0
+    out = capsys.readouterr().out
+    return json.loads(out) if "--json" in argv else out
+
+
+def phone_for(folder: Path, name: str = "alice") -> Phone:
+    journal = SqliteJournal(str(folder / "journal.db"))
+    journal.migrate()
+    token = tokens.new_token()
+    account = journal.add_account(name, tokens.hash_token(token))
+    return Phone(journal, LocalArchive(folder / "archive"), account, token)
+
+
+HR = ("heart_rate", "count/min", [{"date": "2026-01-02 08:00:00 +0100", "Min": 50, "Avg": 60,
+      "Max": 70, "source": "Watch"}])  # fmt: skip
+STEPS = ("step_count", "count", [{"date": "2026-01-03 08:00:00 +0100", "qty": 12}])
+
+
+def test_account_add_prints_the_token_once_and_stores_only_its_hash(env: Path, capsys: Any) -> None:
+    created = run(capsys, "account", "add", "bob", "--json")
+    assert created["name"] == "bob" and created["token"].startswith("hl_")
+    journal = SqliteJournal(str(env / "journal.db"))
+    account = journal.account_by_token_hash(tokens.hash_token(created["token"]))
+    assert account is not None and account.name == "bob"
+    assert created["token"].encode() not in (env / "journal.db").read_bytes()
+    listed = run(capsys, "account", "list", "--json")
+    assert [a["name"] for a in listed] == ["bob"]
+    assert "token" not in listed[0]
+
+
+def test_fold_status_and_deliveries_tell_the_outcomes(env: Path, capsys: Any) -> None:
+    phone = phone_for(env)
+    parsed = phone.send(metrics_body(HR, STEPS))
+    partial = phone.send({"data": {"metrics": [], "workouts": [{"name": "Walk"}]}})
+    failed = phone.send(b"{nope")
+    status = run(capsys, "status", "--json")
+    assert status["backlog"] == 3 and status["oldest_pending_age_s"] > 0
+
+    folded = run(capsys, "fold", "--json")
+    assert (folded["parsed"], folded["partial"], folded["failed"], folded["deferred"]) == (
+        1, 1, 1, 0,
+    )  # fmt: skip
+
+    status = run(capsys, "status", "--json")
+    assert status["counts"] == {"pending": 0, "parsed": 1, "partial": 1, "failed": 1}
+    assert status["backlog"] == 0 and status["oldest_pending_age_s"] is None
+    assert status["uncovered"] == {"workouts": 1}
+    assert status["points"] == 4  # min, avg, max, and one step count
+    assert status["last_delivery"] is not None
+
+    rows = run(capsys, "deliveries", "--json")
+    assert [r["id"] for r in rows] == [failed, partial, parsed]  # newest first
+    by_id = {r["id"]: r for r in rows}
+    assert by_id[partial]["uncovered"] == ["workouts"]
+    assert by_id[failed]["failure"] == "unreadable"
+    only = run(capsys, "deliveries", "--status", "partial", "--json")
+    assert [r["id"] for r in only] == [partial]
+    assert len(run(capsys, "deliveries", "--limit", "1", "--json")) == 1
+
+
+def test_replay_reports_counts_and_whether_the_showcase_changed(env: Path, capsys: Any) -> None:
+    phone = phone_for(env)
+    phone.send(metrics_body(STEPS))
+    phone.send({"data": {"workouts": [{"name": "Walk"}]}})
+    run(capsys, "fold", "--json")
+    dry = run(capsys, "replay", "--all", "--dry-run", "--json")
+    assert (dry["parsed"], dry["partial"], dry["dry_run"]) == (1, 1, True)
+    again = run(capsys, "replay", "--all", "--json")
+    assert again["showcase_changed"] is False and again["status_changes"] == 0
+    by_key = run(capsys, "replay", "--uncovered", "workouts", "--json")
+    assert by_key["selected"] == 1 and by_key["partial"] == 1
+    by_status = run(capsys, "replay", "--status", "parsed", "--json")
+    assert by_status["selected"] == 1 and by_status["parsed"] == 1
+
+
+def test_export_writes_csv_and_json_lines_filtered_by_metric_and_time(
+    env: Path, capsys: Any
+) -> None:
+    phone = phone_for(env)
+    phone.send(metrics_body(HR, STEPS))
+    run(capsys, "fold")
+    rows = list(csv.DictReader(io.StringIO(run(capsys, "export", "--metric", "heart_rate"))))
+    assert [(r["field"], r["qty"]) for r in rows] == [("avg", "60.0"), ("max", "70.0"),
+                                                      ("min", "50.0")]  # fmt: skip
+    assert rows[0]["start"] == "2026-01-02T07:00:00.000000Z" and rows[0]["utc_offset"] == "60"
+    lines = run(capsys, "export", "--format", "jsonl", "--from", "2026-01-03").splitlines()
+    assert [json.loads(x)["metric"] for x in lines] == ["step_count"]
+    assert run(capsys, "export", "--format", "jsonl", "--to", "2026-01-02") == ""
+    out = env / "out.csv"
+    run(capsys, "export", "--output", str(out))
+    assert len(out.read_text().splitlines()) == 1 + 4
+
+
+def test_reconcile_journals_a_body_archived_without_its_row(env: Path, capsys: Any) -> None:
+    phone = phone_for(env)
+    kept = phone.send(metrics_body(STEPS))
+    # a body whose row never made it (the process died between archive and journal)
+    orphan_key = phone.archive.keys().__next__().replace(kept, "0" * 8 + kept[8:])
+    phone.archive.put(orphan_key, b'{"data": {}}')
+    report = run(capsys, "reconcile", "--json")
+    assert report == {"seen": 2, "journalled": 1, "present": 1, "skipped": 0}
+    assert run(capsys, "reconcile", "--json")["journalled"] == 0
+    assert run(capsys, "status", "--json")["backlog"] == 2
+
+
+def test_an_unknown_account_is_a_clear_error(env: Path, capsys: Any) -> None:
+    assert cli.main(["status", "--account", "nobody"]) == 2
+    assert "no account named" in capsys.readouterr().err
