@@ -206,9 +206,11 @@ def cmd_fold(args: argparse.Namespace, settings: Settings) -> int:
 
     journal = _journal(settings)
     service = FoldService(journal, wiring.open_archive(settings), settings)
-    report = service.run()
+    report = service.run(wait_s=settings.pass_budget_s * 2)
     journal.close()
-    data = report.as_dict() if report else {}
+    if report is None:
+        raise HealthlogError("another fold pass kept the journal's fold lock; try again")
+    data = report.as_dict()
     counts = ", ".join(f"{k} {data.get(k, 0)}" for k in ("parsed", "partial", "failed", "deferred"))
     _emit(args, data, f"folded {data.get('selected', 0)} deliveries: {counts}")
     return 0
@@ -281,14 +283,18 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
 
     journal = _journal(settings)
     player = make_player(journal, wiring.open_archive(settings), settings)
-    report = replay(
-        journal,
-        player,
-        status=ParseStatus(args.status) if args.status else None,
-        uncovered_key=args.uncovered,
-        account_id=_account_id(journal, args.account),
-        dry_run=args.dry_run,
-    )
+    # replay holds the fold lock like a pass: no delivery is folded by two at once
+    with journal.fold_lock(wait_s=settings.pass_budget_s * 2) as held:
+        if not held:
+            raise HealthlogError("a fold pass kept the journal's fold lock; try again")
+        report = replay(
+            journal,
+            player,
+            status=ParseStatus(args.status) if args.status else None,
+            uncovered_key=args.uncovered,
+            account_id=_account_id(journal, args.account),
+            dry_run=args.dry_run,
+        )
     journal.close()
     data = report.as_dict()
     counts = ", ".join(f"{k} {data[k]}" for k in ("parsed", "partial", "failed", "deferred"))

@@ -555,3 +555,39 @@ def test_migrating_again_changes_nothing(seed: Seed, journal: Journal) -> None:
 
     assert journal.fingerprint() == fingerprint
     assert [d.id for d in journal.deliveries()] == [delivery.id]
+
+
+def test_the_fold_lock_is_held_by_one_holder_at_a_time(journal: Journal) -> None:
+    with journal.fold_lock() as first:
+        assert first is True
+        with journal.fold_lock() as second:
+            assert second is False  # a second pass, in this process or another, stays out
+    with journal.fold_lock() as again:
+        assert again is True  # released when the first holder's block ended
+
+
+def test_a_waiting_holder_gets_the_fold_lock_once_it_is_released(journal: Journal) -> None:
+    import threading
+
+    holding, release, got = threading.Event(), threading.Event(), []
+
+    def holder() -> None:
+        with journal.fold_lock() as held:
+            assert held
+            holding.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    holding.wait(10)
+
+    def waiter() -> None:
+        with journal.fold_lock(wait_s=10) as held:
+            got.append(held)
+
+    waiting = threading.Thread(target=waiter)
+    waiting.start()
+    release.set()  # the waiter was already waiting, or arrives after: either way it gets it
+    waiting.join(10)
+    thread.join(10)
+    assert got == [True]

@@ -393,3 +393,19 @@ def test_selection_failure_ends_the_pass_not_the_process(
     report = fold.pass_once()
     assert report.stopped == "selection_failed"
     assert [r.getMessage() for r in caplog.records] == ["fold.selection_failed"]
+
+
+def test_a_pass_does_not_run_while_another_holds_the_fold_lock(
+    phone: Phone, journal: Journal, archive: Any
+) -> None:
+    from healthlog.config import Settings
+    from healthlog.fold.service import FoldService
+
+    delivery = phone.send(steps(1))
+    service = FoldService(journal, archive, Settings())
+    with journal.fold_lock() as held:
+        assert held
+        assert service.run() is None  # another process's pass is running
+        assert status_of(journal, delivery) is ParseStatus.PENDING
+    report = service.run()
+    assert report is not None and report.tally.classes == {"parsed": 1}

@@ -28,6 +28,7 @@ def make_player(journal: Journal, archive: Archive, settings: Settings) -> Playe
 
 class FoldService:
     def __init__(self, journal: Journal, archive: Archive, settings: Settings) -> None:
+        self._journal = journal
         self.player = make_player(journal, archive, settings)
         self.pass_ = FoldPass(journal, self.player, page_size=settings.page_size)
         self._lock = threading.Lock()
@@ -52,16 +53,20 @@ class FoldService:
         if not self._lock.acquire(timeout=wait_s if wait_s > 0 else -1, blocking=wait_s > 0):
             return None  # the running pass sees the flag and goes round again
         try:
-            if budget_s is not None:
-                # the budget counts from when this caller's passes start, not its wait
-                deadline = time.monotonic() + budget_s
-                time_left = lambda: deadline - time.monotonic()  # noqa: E731
-            report = PassReport()
-            while self._again.is_set():
-                self._again.clear()
-                report = self.pass_.pass_once(cancel, time_left, margin_s)
-                if report.stopped is not None:
-                    break
-            return report
+            # and one pass at a time across processes (a CLI fold, another server)
+            with self._journal.fold_lock(wait_s) as held:
+                if not held:
+                    return None
+                if budget_s is not None:
+                    # the budget counts from when this caller's passes start, not its wait
+                    deadline = time.monotonic() + budget_s
+                    time_left = lambda: deadline - time.monotonic()  # noqa: E731
+                report = PassReport()
+                while self._again.is_set():
+                    self._again.clear()
+                    report = self.pass_.pass_once(cancel, time_left, margin_s)
+                    if report.stopped is not None:
+                        break
+                return report
         finally:
             self._lock.release()

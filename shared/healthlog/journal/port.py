@@ -12,6 +12,7 @@ longer holds. Driver exceptions never cross this port.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -68,6 +69,14 @@ class Journal(Protocol):
         """
 
     # --- the queue ------------------------------------------------------------------
+    def fold_lock(self, wait_s: float = 0.0) -> AbstractContextManager[bool]:
+        """The journal-wide fold lock: one pass (or replay) at a time, in any process.
+
+        Yields True while it is held; yields False, holding nothing, when another holder
+        keeps it for longer than ``wait_s`` seconds. Released when the block ends, and
+        by the database or the OS if the holder dies.
+        """
+
     def pending_page(self, after: Cursor, limit: int) -> list[Cursor]:
         """Pending deliveries strictly after ``after`` in (received_at, id) order."""
 

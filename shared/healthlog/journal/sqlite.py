@@ -23,6 +23,7 @@ without waiting (when waiting could deadlock). No sqlite3 exception leaves this 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import os
@@ -329,6 +330,39 @@ class SqliteJournal:
 
     def close(self) -> None:
         self._pool.close()
+
+    # --- the fold lock ------------------------------------------------------------------------
+
+    @contextmanager
+    def fold_lock(self, wait_s: float = 0.0) -> Iterator[bool]:
+        """An ``flock`` on a file beside the database: the OS drops it if the holder dies.
+
+        SQLite has no advisory locks; its own write lock is per transaction, and a pass
+        is many transactions. One machine is SQLite's world, so a file lock spans every
+        process that can open this journal.
+        """
+        deadline = time.monotonic() + wait_s
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            handle = open(self.path + ".fold-lock", "a+b")  # noqa: SIM115
+        except OSError as exc:
+            raise errors.JournalUnavailable("the fold lock file cannot be opened") from exc
+        try:
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        yield False
+                        return
+                    _sleep(0.02)
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        finally:
+            handle.close()
 
     # --- accounts ---------------------------------------------------------------------------
 
