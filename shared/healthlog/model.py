@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class ParseStatus(StrEnum):
@@ -87,14 +88,16 @@ class Delivery:
         return Cursor(self.received_at, self.id)
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
+class Point(NamedTuple):
     """One value of the showcase.
 
     Its key is (account, metric, field, source, start); the account comes from the
     delivery. ``start`` is UTC, ISO 8601, fixed width with microseconds
     (``2021-12-24T00:04:00.000000Z``) so text order is time order; ``utc_offset`` keeps
     the offset the phone sent, in minutes (None when the body had none).
+
+    A NamedTuple rather than a frozen dataclass: as immutable, and built twice as fast,
+    which matters at a hundred thousand points per delivery.
     """
 
     metric: str

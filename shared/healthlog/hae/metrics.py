@@ -1,0 +1,302 @@
+"""The ``metrics`` section: every value the phone sent, as Points (FORMAT.md §3).
+
+The shape of a point is chosen by the metric's ``name``, never guessed from the point:
+``heart_rate`` and an unknown name may both carry ``Min/Avg/Max``, but only
+``blood_glucose`` turns ``mealTime`` into text. An unknown name is kept as its own
+series when its points have the plain (``qty``) or ``Min/Avg/Max`` shape.
+
+What cannot be read is recorded, never dropped silently: a point this module does not
+understand marks its metric uncovered (``metrics.<name>``) while the metric's other
+points are kept, and every field of a point without a column of its own goes to
+``Point.extra`` as canonical JSON. A ``null`` field carries nothing and is not kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import orjson
+
+from healthlog.hae import dates
+from healthlog.model import Point
+
+_ITEM_KEYS = frozenset({"name", "units", "data"})
+_HEARTBEATS = "heartbeatSeries"
+
+
+class NotUnderstood(ValueError):
+    """A point of a shape this parser does not read.
+
+    A ValueError, like what ``dates.instant`` raises for a time it cannot read: the
+    section loop treats both the same way.
+    """
+
+
+def is_empty(value: object) -> bool:
+    """True for what carries nothing: null, ``[]``, ``{}`` and ``""``."""
+    return value is None or (isinstance(value, list | dict | str) and not value)
+
+
+# --- the section -------------------------------------------------------------------------
+
+
+# "metrics": [{"name": "active_energy", "units": "kJ", "data": [
+#     {"date": "2021-12-24 00:04:00 +0800", "qty": 0.76856774374845116}]},
+#   {"data": [], "name": "basal_body_temperature", "units": "degC"}]
+def points(section: object, uncovered: set[str]) -> Iterator[Point]:
+    """The Points of a ``metrics`` section; adds what it cannot read to ``uncovered``."""
+    if is_empty(section):
+        return
+    if not isinstance(section, list):
+        uncovered.add("metrics")
+        return
+    for item in section:
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(name, str) or not name:
+            uncovered.add("metrics")
+            continue
+        yield from _metric(item, name, uncovered)
+
+
+# {"name": "step_count", "units": "count",
+#  "data": [{"qty": 34, "date": "2021-03-14 00:01:00 +0000"},
+#           {"date": "2021-03-14 00:51:00 +0000", "qty": 25}]}
+def _metric(item: dict[str, object], name: str, uncovered: set[str]) -> Iterator[Point]:
+    key = f"metrics.{name}"
+    units = item.get("units")
+    unit = units if isinstance(units, str) else ""
+    if units is not None and not isinstance(units, str):
+        uncovered.add(key)
+    if not item.keys() <= _ITEM_KEYS and any(
+        not is_empty(v) for k, v in item.items() if k not in _ITEM_KEYS
+    ):
+        uncovered.add(key)  # an item-level field we have no place for
+    data = item.get("data")
+    if is_empty(data):
+        return
+    if not isinstance(data, list):
+        uncovered.add(key)
+        return
+    build = _BUILDERS.get(name, _GENERIC.build)
+    beats = name == "heart_rate_variability"
+    for point in data:
+        if type(point) is not dict:
+            uncovered.add(key)
+            continue
+        try:
+            built = build(name, point, unit)
+        except ValueError:  # NotUnderstood, or a time dates.instant cannot read
+            uncovered.add(key)
+            continue
+        # beat-to-beat series are a later issue: the point's SDNN is stored, the series
+        # stays in the archive and the key says so
+        if beats and not is_empty(point.get(_HEARTBEATS)):
+            uncovered.add(f"{key}.{_HEARTBEATS}")
+        yield from built
+
+
+# --- the fields every point shape shares -------------------------------------------------
+
+
+def qty(value: object) -> float | None:
+    """A number or null; anything else (a string, a boolean, a list) is not understood."""
+    kind = type(value)
+    if kind is float:
+        return value  # type: ignore[return-value]
+    if kind is int:
+        return float(value)  # type: ignore[arg-type]
+    if value is None:
+        return None
+    raise NotUnderstood("not a number")
+
+
+def text(value: object) -> str | None:
+    if value is None or type(value) is str:
+        return value
+    raise NotUnderstood("not a string")
+
+
+def source(value: object) -> str:
+    if value is None:
+        return ""
+    if type(value) is str:
+        return value
+    raise NotUnderstood("not a source name")
+
+
+def extra(
+    point: dict[str, object],
+    mapped: frozenset[str],
+    aliases: tuple[tuple[str, object], ...] = (),
+) -> str | None:
+    """Canonical JSON of the fields without a column, or None when there are none.
+
+    ``aliases`` are (key, raw value) pairs of time fields that repeat the time already
+    stored (HAE 9.x sends ``start`` equal to ``date``): they are dropped only when equal.
+    """
+    if point.keys() <= mapped:
+        return None
+    rest = {
+        k: v
+        for k, v in point.items()
+        if k not in mapped and v is not None and (k, v) not in aliases
+    }
+    if not rest:
+        return None
+    try:
+        return orjson.dumps(rest, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError as exc:  # nesting deeper than orjson writes
+        raise NotUnderstood("unwritable field") from exc
+
+
+def key_time(point: dict[str, object]) -> tuple[str, int | None, str | None, object]:
+    """(start, offset, end, raw key time) of a dated point: ``date``, else 9.x ``start``."""
+    raw = point.get("date")
+    if raw is None:
+        raw = point.get("start")
+    start, offset = dates.instant(raw)
+    end_raw = point.get("end")
+    end = None if end_raw is None else dates.instant(end_raw)[0]
+    return start, offset, end, raw
+
+
+# --- dated points with one Point per value field -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Values:
+    """A point shape: which keys hold values (and their Point.field), which one holds text."""
+
+    fields: tuple[tuple[str, str], ...]
+    text: str | None = None
+    # keys that are neither a column nor extra (covered elsewhere, e.g. by an uncovered key)
+    skip: tuple[str, ...] = ()
+    mapped: frozenset[str] = field(init=False)
+    # the same plus a 9.x ``start`` that repeats ``date``
+    mapped_9x: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        keys = {"date", "end", "source", *self.skip, *(k for k, _ in self.fields)}
+        if self.text is not None:
+            keys.add(self.text)
+        object.__setattr__(self, "mapped", frozenset(keys))
+        object.__setattr__(self, "mapped_9x", frozenset({"start", *keys}))
+
+    # {"date": "2024-06-01 00:00:00 +0100", "start": "2024-06-01 00:00:00 +0100",
+    #  "end": "2024-06-01 00:59:59 +0100", "Min": 52, "Avg": 61.5, "Max": 88,
+    #  "source": "Simon's Apple Watch", "context": "Sedentary"}
+    def build(self, metric: str, point: dict[str, object], unit: str) -> Sequence[Point]:
+        # the hot path of a metrics body: key_time, source, extra and qty inlined
+        raw = point.get("date")
+        if raw is None:
+            raw = point.get("start")
+        start, offset = dates.instant(raw)
+        end_raw = point.get("end")
+        end = None if end_raw is None else dates.instant(end_raw)[0]
+        who = point.get("source")
+        if who is None:
+            who = ""
+        elif type(who) is not str:
+            who = source(who)
+        note = None if self.text is None else text(point.get(self.text))
+        more = None
+        if not point.keys() <= (self.mapped_9x if point.get("start") == raw else self.mapped):
+            more = extra(point, self.mapped, (("start", raw),))
+        out = []
+        for key, name in self.fields:
+            if key in point:
+                value = point[key]
+                if type(value) is not float:
+                    value = qty(value)
+                out.append(Point(metric, name, who, start, offset, end, value, note, unit, more))
+        if not out:
+            raise NotUnderstood("no value field")
+        return out
+
+
+_QTY = (("qty", "qty"),)
+# plain quantity and heart-rate-like summaries; also what an unknown name may carry
+_GENERIC = Values((*_QTY, ("Min", "min"), ("Avg", "avg"), ("Max", "max")))
+
+
+# --- sleep_analysis ----------------------------------------------------------------------
+
+_DURATIONS = ("totalSleep", "asleep", "core", "deep", "rem", "awake", "inBed")
+_NIGHT = frozenset({"date", "end", "source", *_DURATIONS})
+_SEGMENT = frozenset({"startDate", "endDate", "qty", "value", "source"})
+
+
+def _sleep(metric: str, point: dict[str, object], unit: str) -> Sequence[Point]:
+    # One name, two shapes: the automation's "aggregate sleep" setting decides, so here
+    # (and only here) the point's keys choose between a night and a segment.
+    if any(k in point for k in _DURATIONS):
+        return _night(metric, point, unit or "hr")
+    return (_segment(metric, point, unit or "hr"),)
+
+
+# {"date": "2023-01-31 02:44:02 +0800", "core": 3.2999999999999994, "deep": 0.858,
+#  "rem": 1.258, "awake": 0.116, "asleep": 0, "inBed": 8.145, "sleepStart": "...",
+#  "sleepEnd": "2023-01-31 08:39:12 +0800", "source": "Irvin's iPhone|Irvin’s Apple Watch"}
+def _night(metric: str, point: dict[str, object], unit: str) -> Sequence[Point]:
+    start, offset, end, raw = key_time(point)
+    # before app 6.6.2 there was no ``source``, only sleepSource and inBedSource
+    who = source(point.get("source")) or source(point.get("sleepSource"))
+    # sleepStart/End, inBedStart/End (absent in 8.2.12-8.2.13), sleepSource, inBedSource
+    more = extra(point, _NIGHT, (("start", raw),))
+    return [
+        Point(metric, key, who, start, offset, end, qty(point[key]), None, unit, more)
+        for key in _DURATIONS
+        if key in point
+    ]
+
+
+# {"source": "Irvin's Apple Watch", "startDate": "2021-12-18 02:21:06 +0800",
+#  "endDate": "2021-12-18 08:57:06 +0800", "value": "Core", "date": null,
+#  "qty": 6.108333333333333}
+def _segment(metric: str, point: dict[str, object], unit: str) -> Point:
+    start_raw = point.get("startDate")
+    if start_raw is None:
+        start_raw = point.get("start")  # HAE 9.x
+    end_raw = point.get("endDate")
+    if end_raw is None:
+        end_raw = point.get("end")
+    start, offset = dates.instant(start_raw)
+    end = None if end_raw is None else dates.instant(end_raw)[0]
+    more = extra(point, _SEGMENT, (("start", start_raw), ("end", end_raw), ("date", start_raw)))
+    return Point(
+        metric,
+        "segment",
+        source(point.get("source")),
+        start,
+        offset,
+        end,
+        qty(point.get("qty")),
+        text(point.get("value")),
+        unit,
+        more,
+    )
+
+
+_Builder = Callable[[str, dict[str, object], str], Sequence[Point]]
+
+_BUILDERS: dict[str, _Builder] = {
+    # {"date": "...", "Min": 52, "Avg": 61.5, "Max": 88, "source": "...", "context": "..."}
+    "heart_rate": _GENERIC.build,
+    # {"date": "...", "qty": 41.2, "source": "...", "heartbeatSeries": [{"date": 1.7e9, ...}]}
+    "heart_rate_variability": Values(_GENERIC.fields, skip=(_HEARTBEATS,)).build,
+    # {"date": "2024-06-01 08:00:00 +0100", "systolic": 121, "diastolic": 79}
+    "blood_pressure": Values((("systolic", "systolic"), ("diastolic", "diastolic"))).build,
+    # {"date": "2024-06-01 08:00:00 +0100", "qty": 97, "mealTime": "Before Meal"}
+    "blood_glucose": Values(_QTY, text="mealTime").build,
+    # {"date": "...", "Unspecified": 0, "Protection Used": 1, "Protection Not Used": 0}
+    "sexual_activity": Values(
+        tuple((k, k) for k in ("Unspecified", "Protection Used", "Protection Not Used"))
+    ).build,
+    # {"date": "2024-06-01 07:30:00 +0100", "qty": 21, "value": "Complete"}
+    "handwashing": Values(_QTY, text="value").build,
+    "toothbrushing": Values(_QTY, text="value").build,
+    # {"date": "2024-06-01 07:30:00 +0100", "qty": 4.5, "reason": "Bolus"}
+    "insulin_delivery": Values(_QTY, text="reason").build,
+    "sleep_analysis": _sleep,
+}
