@@ -1,0 +1,303 @@
+"""What every benchmark shares: the report, timing, HAE-like bodies, and servers.
+
+A benchmark prints one JSON object to stdout (``emit``) and everything else to stderr
+(``note``). Servers are ``python -m functions_framework`` subprocesses on 127.0.0.1:
+the same Flask app and gunicorn server as the local stack (``healthlog.localserver``
+only adds a larger header limit and a graceful-stop window, which do not change these
+figures). ``tests/integration/servers.py`` serves ``functions/<target>/main.py`` only,
+so it cannot serve the no-op from ``bench/``; start-up reuses
+``healthlog.serve.wait_listening``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "shared") not in sys.path:
+    # the package is installed editable in .venv; this only helps a bare checkout
+    sys.path.insert(0, str(ROOT / "shared"))
+
+from healthlog import serve  # noqa: E402
+
+KB = 1000
+MB = 1000 * KB
+MIB = 1024 * 1024
+
+
+# --- the report ------------------------------------------------------------------------
+
+
+def emit(report: Mapping[str, Any]) -> None:
+    """The one JSON object on stdout."""
+    sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def note(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so servers and temp folders are cleaned up on the way."""
+
+    def stop(signum: int, frame: object) -> None:
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def machine() -> dict[str, Any]:
+    """Enough about the machine to read the figures by."""
+    return {
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "platform": sys.platform,
+        # glibc tuning passed on to the servers, if any (it changes ingest's figures)
+        "malloc_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("MALLOC_")},
+    }
+
+
+# --- numbers ---------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100), linear between the closest ranks."""
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return percentile(values, 50)
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def rounded(value: float, digits: int = 3) -> float:
+    return round(value, digits)
+
+
+class Stopwatch:
+    """``with Stopwatch() as sw: ...`` then ``sw.s`` (wall) and ``sw.cpu_s`` (this process)."""
+
+    s: float = 0.0
+    cpu_s: float = 0.0
+
+    def __enter__(self) -> Stopwatch:
+        self._start = time.perf_counter()
+        self._cpu_start = time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.s = time.perf_counter() - self._start
+        self.cpu_s = time.process_time() - self._cpu_start
+
+
+# --- bodies ----------------------------------------------------------------------------
+
+SOURCES = ("Simon's Apple Watch", "Simon’s iPhone", "Oura")
+# (name, units, share of the points): mostly plain quantities at minute resolution
+PLAIN = (
+    ("step_count", "count", 0.30),
+    ("active_energy", "kcal", 0.25),
+    ("basal_energy_burned", "kcal", 0.15),
+    ("walking_running_distance", "mi", 0.10),
+    ("apple_exercise_time", "min", 0.05),
+    ("environmental_audio_exposure", "dBASPL", 0.05),
+)
+HEART_RATE_SHARE = 0.10  # the rest: heart_rate with Min/Avg/Max
+_START = datetime(2024, 6, 1, tzinfo=UTC)
+
+
+def _stamp(at: datetime) -> str:
+    # the app's own form: "2024-06-01 00:01:00 +0100"
+    local = at + timedelta(hours=1)
+    return local.strftime("%Y-%m-%d %H:%M:%S") + " +0100"
+
+
+def _series(count: int, rng: random.Random, heart: bool) -> list[dict[str, object]]:
+    points: list[dict[str, object]] = []
+    source = SOURCES[0]
+    for i in range(count):
+        if i % 500 == 0:
+            source = rng.choice(SOURCES)
+        date = _stamp(_START + timedelta(minutes=i))
+        if heart:
+            low = rng.randint(48, 90)
+            high = low + rng.randint(0, 40)
+            avg = round(rng.uniform(low, high), 3)
+            points.append({"date": date, "Min": low, "Avg": avg, "Max": high, "source": source})
+        else:
+            points.append({"date": date, "qty": rng.random() * 40, "source": source})
+    return points
+
+
+def metrics_document(points: int, seed: int = 7) -> dict[str, object]:
+    """An HAE metrics body with about ``points`` data points (heart_rate ones count once)."""
+    rng = random.Random(seed)
+    metrics: list[dict[str, object]] = []
+    for name, units, share in PLAIN:
+        metrics.append(
+            {"name": name, "units": units, "data": _series(int(points * share), rng, False)}
+        )
+    metrics.append(
+        {
+            "name": "heart_rate",
+            "units": "count/min",
+            "data": _series(int(points * HEART_RATE_SHARE), rng, True),
+        }
+    )
+    return {"data": {"metrics": metrics, "workouts": []}}
+
+
+def metrics_body(size: int, seed: int = 7) -> bytes:
+    """An HAE-like metrics body of about ``size`` bytes (within a few percent)."""
+    probe = orjson.dumps(metrics_document(2000, seed))
+    per_point = len(probe) / 2000
+    return orjson.dumps(metrics_document(max(20, int(size / per_point)), seed))
+
+
+# --- servers ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def clean_env(extra: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without any HEALTHLOG_ variable, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Server:
+    """A functions-framework process serving one function on 127.0.0.1."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def worker_pids(self) -> list[int]:
+        """The processes that serve requests: gunicorn's workers, else the process itself."""
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        try:
+            pids = [int(p) for p in children.read_text().split()]
+        except OSError:
+            pids = []
+        return pids or [self.proc.pid]
+
+    def peak_rss_mib(self) -> float:
+        """The largest VmHWM (peak resident set) among the serving processes, MiB."""
+        return round(max(peak_rss_kib(pid) for pid in self.worker_pids()) / 1024, 1)
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds used so far by the serving processes."""
+        return sum(cpu_seconds(pid) for pid in self.worker_pids())
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def peak_rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmHWM for pid {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    # /proc/<pid>/stat: utime and stime are fields 14 and 15, after the "(comm)" field
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def function_server(
+    target: str, source: Path, env: Mapping[str, str], log_dir: Path
+) -> Iterator[Server]:
+    """Serve ``target`` from ``source`` with functions-framework; stop it on the way out."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "functions_framework",
+        "--target",
+        target,
+        "--source",
+        str(source),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    log_path = log_dir / f"{target}-{port}.log"
+    with log_path.open("wb") as log_file:
+        proc = subprocess.Popen(
+            command,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            # its own process group: a Ctrl-C reaches the benchmark only, which stops
+            # the server on its way out, and a server that will not stop is killed
+            # together with its gunicorn worker
+            start_new_session=True,
+        )
+    server = Server(proc, port, log_path)
+    try:
+        try:
+            serve.wait_listening("127.0.0.1", port, proc, timeout_s=30)
+        except RuntimeError:
+            note(f"{target} did not start; its log:\n{server.log_tail()}")
+            raise
+        yield server
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL to the server's whole group after ``grace_s``."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

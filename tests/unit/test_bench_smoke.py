@@ -1,0 +1,102 @@
+"""The benchmarks run: each, in ``--quick`` mode, prints one JSON object with its figures.
+
+No timing is asserted here (a shared CI machine makes any threshold flaky); the figures
+only have to be there and be positive.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_quick(name: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / f"bench_{name}.py"), "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    # json.loads refuses anything after the first value: exactly one object on stdout
+    report = json.loads(done.stdout)
+    assert isinstance(report, dict)
+    assert report["benchmark"] == name
+    assert report["mode"] == "quick"
+    return report
+
+
+def at(report: dict[str, Any], path: str) -> Any:
+    value: Any = report
+    for part in path.split("."):
+        assert isinstance(value, dict) and part in value, f"{path} missing from the report"
+        value = value[part]
+    return value
+
+
+def assert_positive(report: dict[str, Any], *paths: str) -> None:
+    for path in paths:
+        value = at(report, path)
+        assert isinstance(value, int | float) and not isinstance(value, bool), path
+        assert value > 0, f"{path} = {value}"
+
+
+def test_ingest_benchmark_reports_both_servers_and_the_memory_of_ingest() -> None:
+    """Per body size: throughput and latency of ingest and of the no-op, and their ratio."""
+    report = run_quick("ingest")
+    assert set(report["sizes"]) == {"100KB", "5MB"}
+    for size in report["sizes"]:
+        for side in ("ingest", "noop"):
+            assert_positive(
+                report,
+                *(
+                    f"sizes.{size}.{side}.{key}"
+                    for key in ("requests", "deliveries_per_s", "p50_ms", "p99_ms")
+                ),
+            )
+            assert at(report, f"sizes.{size}.{side}.errors") == 0
+        assert_positive(report, f"sizes.{size}.ratio", f"sizes.{size}.body_bytes")
+    assert_positive(
+        report,
+        "ingest_memory.server_peak_rss_mib.after_100KB",
+        "ingest_memory.server_peak_rss_mib.after_5MB",
+        "ingest_memory.python_peak_kib_per_delivery.5MB",
+        "ingest_memory.noop_peak_rss_mib.after_5MB",
+    )
+    assert isinstance(report["meets_target"], bool)
+
+
+def test_fold_benchmark_reports_the_fold_against_its_floor() -> None:
+    """Points, fold and floor times and rates, their ratio, and the parser's share."""
+    report = run_quick("fold")
+    assert_positive(
+        report,
+        "points",
+        "fold_s",
+        "fold_points_per_s",
+        "floor_s",
+        "floor_points_per_s",
+        "ratio",
+        "fold_breakdown.parse_s",
+    )
+    assert isinstance(report["meets_target"], bool)
+
+
+def test_pending_benchmark_reports_the_lookup_at_both_sizes() -> None:
+    """Median and p99 of a page lookup for a small and a large journal, and the plan."""
+    report = run_quick("pending")
+    assert set(report["sizes"]) == {"1000", "20000"}
+    for size in report["sizes"]:
+        for cursor in ("zero_cursor", "mid_cursor"):
+            where = f"sizes.{size}.{cursor}"
+            assert_positive(report, f"{where}.median_us", f"{where}.p99_us")
+            assert at(report, f"{where}.rows") == 100
+    assert_positive(report, "ratio_large_to_small", "ratio_large_to_small_mid_cursor")
+    # the lookup goes through an index, not a scan of the table
+    assert "SEARCH" in report["query_plan"]
