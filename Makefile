@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit bench lock clean
+.PHONY: run test lint typecheck cfnlint unit bench lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/healthlog serve
 
-## test: lint, type-check and the whole test suite
-test: $(STAMP) lint typecheck
+## test: lint, type-check, lint the AWS template and the whole test suite
+test: $(STAMP) lint typecheck cfnlint
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
@@ -26,6 +26,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## cfnlint: check template.yaml (the AWS SAM deployment) as CloudFormation
+cfnlint: $(STAMP)
+	$(BIN)/cfn-lint template.yaml
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit

@@ -3,6 +3,13 @@
 A thin adapter: dependencies are built once per process (cold start); the
 functions-framework target ``fold`` serves the local stack's tick and ingest's wake-up
 bit; ``handler`` is the Lambda entry point (EventBridge schedule or async invoke).
+
+In Lambda a pass stops claiming work while there is still time to finish the delivery
+in hand: the margin is one delivery's own deadline plus ``LAMBDA_MARGIN_S`` to write its
+outcome, so the pass ends cleanly before Lambda would kill it. Template.yaml's Timeout
+must exceed that margin (a test checks it). Running out of time is a WARN from the pass
+(``fold.pass`` with ``"stopped": "budget"``), never an error: what is left stays
+``pending`` for the next tick.
 """
 
 from __future__ import annotations
@@ -11,11 +18,11 @@ import functools
 import json
 from typing import Any
 
-from healthlog import log
+from healthlog import log, secrets
 from healthlog.config import Settings
 from healthlog.fold.service import FoldService
 
-# a Lambda pass stops claiming work this long before the invocation would be killed
+# on top of one delivery's deadline: the time to write its outcome and return
 LAMBDA_MARGIN_S = 10.0
 
 
@@ -32,7 +39,7 @@ def _service() -> FoldService:
 
 @functools.cache
 def _settings() -> Settings:
-    return Settings.from_env()
+    return secrets.resolve(Settings.from_env())
 
 
 def fold(request: Any) -> tuple[str, int, dict[str, str]]:
@@ -51,11 +58,22 @@ def fold(request: Any) -> tuple[str, int, dict[str, str]]:
     return json.dumps(report.as_dict()), 200, headers
 
 
+def lambda_margin_s(settings: Settings) -> float:
+    """How long before the invocation's end a Lambda pass stops claiming deliveries."""
+    return settings.fold_deadline_s + LAMBDA_MARGIN_S
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Lambda: a scheduled tick or ingest's async wake-up; both mean "run a pass"."""
+    """Lambda: a scheduled tick or ingest's async wake-up; both mean "run a pass".
+
+    The event is not read: an EventBridge "Scheduled Event" and the wake-up's
+    ``{"source": "healthlog.ingest"}`` ask for the same thing, since the work is the
+    journal's pending rows. ``None`` from the service (another pass holds the journal's
+    fold lock) becomes ``{"running": true}``.
+    """
     service = _service()
     report = service.run(
         time_left=lambda: context.get_remaining_time_in_millis() / 1000.0,
-        margin_s=LAMBDA_MARGIN_S,
+        margin_s=lambda_margin_s(_settings()),
     )
     return {"running": True} if report is None else report.as_dict()

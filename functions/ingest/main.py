@@ -1,11 +1,11 @@
 """The ingest function: unwrap the request, call ``healthlog.ingest.accept``, shape the reply.
 
-Cold start (import): read the settings, set up the logs and migrate the journal, so a
-wrong setting or an unreachable journal stops the server from starting instead of
-failing every request. The dependencies themselves are built at the process's first
-request (``deps()``): functions-framework's gunicorn imports this module in its master
-process and forks the worker, and neither a SQLite connection nor a boto3 client may
-cross a fork.
+Cold start (import): read the settings (in AWS, the journal URL from its SSM parameter),
+set up the logs and migrate the journal, so a wrong setting or an unreachable journal
+stops the server from starting instead of failing every request. The dependencies
+themselves are built at the process's first request (``deps()``): functions-framework's
+gunicorn imports this module in its master process and forks the worker, and neither a
+SQLite connection nor a boto3 client may cross a fork.
 
 Two entry points: ``ingest``, the functions-framework target (the local stack), and
 ``handler``, the Lambda handler behind a Function URL (payload format 2.0).
@@ -19,14 +19,14 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from healthlog import ingest as core
-from healthlog import log, wiring
+from healthlog import log, secrets, wiring
 from healthlog.config import Settings
 from healthlog.ingest import IngestDeps, IngestRequest, Reply
 
 if TYPE_CHECKING:
     import flask
 
-SETTINGS = Settings.from_env()
+SETTINGS = secrets.resolve(Settings.from_env())
 log.setup(SETTINGS.log_level)
 
 # Lambda freezes the environment as soon as the handler returns, and with it the
@@ -88,7 +88,14 @@ def ingest(request: flask.Request) -> flask.Response:
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
-    """Lambda handler for a Function URL event (payload 2.0: lowercased headers)."""
+    """Lambda handler for a Function URL event (payload 2.0: lowercased headers).
+
+    The whole body is in the event: a text type (``application/json``) as a string, any
+    other type (``multipart/form-data``) base64-encoded with ``isBase64Encoded``. Lambda
+    itself refuses requests over its 6 MB payload limit before this runs, so the body
+    limit that answers 413 with the "Batch Requests" text (``HEALTHLOG_MAX_BODY_BYTES``
+    in template.yaml) is set below it, with room for base64's growth by a third.
+    """
     raw = event.get("body") or ""
     body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8")
     method = event.get("requestContext", {}).get("http", {}).get("method", "POST")

@@ -15,12 +15,17 @@ from dataclasses import dataclass, fields
 from healthlog.errors import ConfigError
 
 MB = 1024 * 1024
+DEFAULT_JOURNAL_URL = "sqlite:///var/healthlog.db"
 
 
 @dataclass(frozen=True)
 class Settings:
     # where the journal lives: sqlite:///var/healthlog.db or postgresql://...
-    journal_url: str = "sqlite:///var/healthlog.db"
+    journal_url: str = DEFAULT_JOURNAL_URL
+    # AWS: the name of an SSM SecureString parameter holding the journal URL (it carries
+    # the database password, so it is kept out of the function's environment); read once
+    # at cold start by ``healthlog.secrets.resolve`` when ``journal_url`` is not set
+    journal_url_parameter: str = ""
     # where bodies are archived: file://var/archive or s3://bucket/prefix
     archive_url: str = "file://var/archive"
     # an S3-compatible endpoint (moto, MinIO); empty means AWS itself

@@ -25,7 +25,14 @@ def open_journal(settings: Settings) -> Journal:
             url, busy_timeout_ms=settings.busy_timeout_ms, retries=settings.journal_retries
         )
     if url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError("PostgreSQL journal: not available yet")
+        from healthlog.journal.postgres import PostgresJournal
+
+        # one setting for both backends: how long a statement waits on a lock
+        return PostgresJournal.from_url(
+            url,
+            lock_timeout_ms=max(1, settings.busy_timeout_ms),
+            retries=settings.journal_retries,
+        )
     raise ConfigError("the journal URL must start with sqlite:/// or postgresql://")
 
 

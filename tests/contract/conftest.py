@@ -1,13 +1,15 @@
 """The Journal contract's fixtures: one journal per adapter, migrated, and a seeder.
 
 ``ADAPTERS`` lists the adapters every contract test runs against. A new adapter adds
-its name there and a branch in ``open_journal`` (PostgreSQL: a fresh schema or
-database per test, skipped with a reason when no server is configured).
+its name there and a branch in ``open_journal``. PostgreSQL: each journal gets a fresh
+database on the machine's server (``tests.pg``); without a server its tests skip with
+the reason, or fail when ``HEALTHLOG_REQUIRE_POSTGRES=1``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -15,17 +17,23 @@ from pathlib import Path
 import pytest
 from healthlog import ids
 from healthlog.journal.port import Journal
+from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, NewDelivery, ParseStatus, Point
 
-ADAPTERS = ["sqlite"]
+from tests import pg
+
+ADAPTERS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=ids.EPOCH.tzinfo)
 
 
-def open_journal(adapter: str, folder: Path) -> Journal:
+def open_journal(adapter: str, folder: Path, resources: ExitStack) -> Journal:
+    """A fresh journal; what it needs beyond ``folder`` is released by ``resources``."""
     if adapter == "sqlite":
         return SqliteJournal(str(folder / "journal.db"))
+    if adapter == "postgres":
+        return PostgresJournal(resources.enter_context(pg.fresh_database()))
     raise AssertionError(f"no such adapter: {adapter}")
 
 
@@ -35,16 +43,17 @@ def journal_factory(
 ) -> Iterator[Callable[[], Journal]]:
     """Opens fresh, migrated journals of the parametrized adapter, closed at teardown."""
     opened: list[Journal] = []
+    with ExitStack() as resources:
 
-    def make() -> Journal:
-        journal = open_journal(request.param, tmp_path / f"j{len(opened)}")
-        opened.append(journal)
-        journal.migrate()
-        return journal
+        def make() -> Journal:
+            journal = open_journal(request.param, tmp_path / f"j{len(opened)}", resources)
+            opened.append(journal)
+            journal.migrate()
+            return journal
 
-    yield make
-    for journal in opened:
-        journal.close()
+        yield make
+        for journal in opened:
+            journal.close()
 
 
 @pytest.fixture

@@ -507,14 +507,6 @@ def test_ingest_deps_are_built_from_settings(tmp_path: Path) -> None:
         deps.journal.close()
 
 
-def test_postgres_journal_is_a_clear_config_error_for_now() -> None:
-    from healthlog import wiring
-    from healthlog.errors import ConfigError
-
-    with pytest.raises(ConfigError, match="PostgreSQL journal: not available yet"):
-        wiring.open_journal(Settings(journal_url="postgresql://localhost/healthlog"))
-
-
 def test_dependencies_that_cannot_be_built_give_503_without_detail(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -112,7 +112,7 @@ class FoldPass:
                 if time_left is not None and time_left() < margin_s:
                     report.stopped = "budget"
                     break
-                report.tally.add(self._player.play(ref.id))
+                report.tally.add(self._player.play(ref.id, pending_only=True))
                 cursor = ref
         if reached_empty:
             self._lag_armed = True
