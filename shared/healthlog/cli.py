@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = account.add_parser("list", help="list accounts")
     _json_flag(p)
     p.set_defaults(run=cmd_account_list)
+    p = account.add_parser("set-tz", help="time zone for times sent without an offset (CSV)")
+    p.add_argument("name")
+    p.add_argument("zone", help="IANA name, e.g. Europe/Berlin")
+    p.set_defaults(run=cmd_account_set_tz)
 
     p = sub.add_parser("fold", help="run one fold pass now and print the outcome counts")
     _json_flag(p)
@@ -85,11 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
     _json_flag(p)
     p.set_defaults(run=cmd_replay)
 
-    p = sub.add_parser("export", help="showcase points as CSV or JSON lines")
-    p.add_argument("--metric", help="one metric (default: all)")
+    p = sub.add_parser("export", help="showcase points, or a section's records")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--metric", help="one metric (default: all)")
+    what.add_argument(
+        "--section", help="records of one section (workouts, ecg, symptoms...) instead of points"
+    )
     p.add_argument("--from", dest="start_from", help="UTC start, inclusive (e.g. 2024-01-31)")
     p.add_argument("--to", dest="start_to", help="UTC start, exclusive")
-    p.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+    p.add_argument(
+        "--format",
+        choices=["csv", "jsonl", "geojson", "gpx"],
+        default="csv",
+        help="geojson and gpx: workouts with their routes (--section workouts)",
+    )
     p.add_argument("--output", "-o", help="file to write (default: stdout)")
     _account_flag(p)
     p.set_defaults(run=cmd_export)
@@ -104,8 +117,22 @@ def _json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+class _Token(str):
+    """An account chosen by its access token (``--token``), not by its name."""
+
+
 def _account_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--account", metavar="NAME", help="only this account")
+    # both flags choose the account (one dest), so every command scoped by --account is
+    # scoped by --token too: a user holding only their token sees only their data
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--account", metavar="NAME", help="only this account")
+    which.add_argument(
+        "--token",
+        dest="account",
+        type=_Token,
+        metavar="TOKEN",
+        help="only the account of this token (-: read it from stdin, out of the process list)",
+    )
 
 
 def _journal(settings: Settings) -> Journal:
@@ -119,6 +146,15 @@ def _journal(settings: Settings) -> Journal:
 def _account_id(journal: Journal, name: str | None) -> str | None:
     if name is None:
         return None
+    if isinstance(name, _Token):
+        from healthlog import tokens
+
+        token = sys.stdin.readline().strip() if name == "-" else name.strip()
+        found = journal.account_by_token_hash(tokens.hash_token(token))
+        if found is None:
+            # the token is not repeated: it may be a real one, mistyped
+            raise HealthlogError("no account has this token")
+        return found.id
     for account in journal.accounts():
         if account.name == name:
             return account.id
@@ -197,6 +233,24 @@ def cmd_account_list(args: argparse.Namespace, settings: Settings) -> int:
     journal.close()
     data = [{"id": a.id, "name": a.name, "created_at": a.created_at.isoformat()} for a in accounts]
     _emit(args, data, "\n".join(f"{a.name}\t{a.id}" for a in accounts) or "no accounts")
+    return 0
+
+
+def cmd_account_set_tz(args: argparse.Namespace, settings: Settings) -> int:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(args.zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise HealthlogError(f"no time zone named {args.zone!r} (an IANA name)") from None
+    journal = _journal(settings)
+    try:
+        account_id = _account_id(journal, args.name)
+        assert account_id is not None
+        journal.set_time_zone(account_id, args.zone)
+    finally:
+        journal.close()
+    print(f"{args.name}: times without an offset are read in {args.zone}")
     return 0
 
 
@@ -335,7 +389,25 @@ def _export_rows(points: Iterator[StoredPoint]) -> Iterator[dict[str, Any]]:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import records_export
+
+    if args.format in records_export.ROUTE_FORMATS and args.section != "workouts":
+        raise HealthlogError(f"--format {args.format} draws routes: use it with --section workouts")
     journal = _journal(settings)
+    if args.section is not None:
+        records = journal.export_records(
+            account_id=_account_id(journal, args.account),
+            section=args.section,
+            start_from=args.start_from,
+            start_to=args.start_to,
+        )
+        with contextlib.ExitStack() as stack:
+            stack.callback(journal.close)
+            out: IO[str] = sys.stdout
+            if args.output:
+                out = stack.enter_context(open(args.output, "w", newline="", encoding="utf-8"))
+            records_export.write(records, out, args.format)
+        return 0
     points = journal.export_points(
         account_id=_account_id(journal, args.account),
         metric=args.metric,
@@ -344,7 +416,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     )
     with contextlib.ExitStack() as stack:
         stack.callback(journal.close)
-        out: IO[str] = sys.stdout
+        out = sys.stdout
         if args.output:
             out = stack.enter_context(open(args.output, "w", newline="", encoding="utf-8"))
         rows = _export_rows(points)

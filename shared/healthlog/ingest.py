@@ -8,7 +8,8 @@ In order:
 
 1. the token (``Authorization: Bearer``, ``X-API-Key`` or ``api-key``) is checked
    before a byte of the body is read: 401;
-2. a declared ``Content-Length`` over the limit is refused before reading: 413;
+2. a declared ``Content-Length`` over the limit is refused before reading: 413; a
+   ``Content-Encoding`` other than gzip: 415;
 3. the body is streamed in 64 KiB chunks straight into the archive writer while its
    *shape* is checked: valid UTF-8, first non-blank byte ``{``, last ``}``; a chunked
    body is counted as it streams and cut at the limit. Any failure aborts the writer:
@@ -18,6 +19,12 @@ In order:
 5. the journal insert (``pending``), retried on a busy database: 503 + Retry-After;
 6. the wake-up bit, which never blocks and never fails the request;
 7. 200 with ``{"id", "received_at", "status": "pending"}``.
+
+gzip: a body sent with ``Content-Encoding: gzip`` is decompressed as it streams, and the
+archive keeps the decompressed bytes, the JSON the phone meant: the fold, reconcile and
+retention never need to know how a body travelled. The size limit counts what the body
+expands to, checked on every 64 KiB of output, so a gzip bomb is cut at the limit (413)
+after at most one chunk past it, whatever its ratio. Damaged or cut-short gzip is 400.
 
 Why a shape check and not a parse: the body is never ``json``-loaded here, so ingest's
 memory does not grow with the body. Full JSON validity is the fold's business: a body
@@ -51,7 +58,8 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -82,6 +90,10 @@ DEFAULT_CONTENT_TYPE = "application/json"
 TEXT = "text/plain; charset=utf-8"
 # JSON's whitespace (RFC 8259): what may surround the object
 _JSON_BLANK = b" \t\r\n"
+# Content-Encoding values (RFC 9110 §8.4.1) ingest takes off; HAE compresses nothing,
+# but a client or proxy in between may
+_GZIP = frozenset({"gzip", "x-gzip"})
+_IDENTITY = frozenset({"", "identity"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +173,15 @@ NOT_UTF8_TEXT = (
 INCOMPLETE_TEXT = (
     "healthlog: the connection ended before the whole body arrived. Nothing was saved; "
     "export again."
+)
+ENCODING_TEXT = (
+    "healthlog: the body is compressed in a way this server does not read (its "
+    "Content-Encoding header names something other than gzip). Send it uncompressed or "
+    "gzip-compressed. Nothing was saved."
+)
+BAD_GZIP_TEXT = (
+    "healthlog: the body says it is gzip-compressed (Content-Encoding: gzip) but it is "
+    "not valid gzip, or it was cut short. Nothing was saved; export again."
 )
 
 
@@ -274,10 +295,11 @@ def _accept(deps: IngestDeps, request: IngestRequest, received_at: datetime, not
         raise _Rejected("too_large", Reply(413, too_large_text(settings.max_body_bytes, declared)))
     if declared == 0:
         raise _Rejected("empty", Reply(400, EMPTY_TEXT))
+    decoder = _decoder(request.headers)
 
     content_type = _content_type(request.headers, settings.header_max_chars)
     key = keys.body_key(account.id, note.delivery_id, content_type)
-    size = _archive_body(deps, key, request, note)
+    size = _archive_body(deps, key, request, note, decoder)
 
     new = NewDelivery(
         id=note.delivery_id,
@@ -331,32 +353,47 @@ def bearer_token(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def _archive_body(deps: IngestDeps, key: str, request: IngestRequest, note: _Note) -> int:
-    """Stream the body into the archive while checking its shape; return its size."""
+def _archive_body(
+    deps: IngestDeps, key: str, request: IngestRequest, note: _Note, decoder: _Decoder
+) -> int:
+    """Stream the (decoded) body into the archive while checking its shape; return its size."""
     settings = deps.settings
     limit = settings.max_body_bytes
     declared = request.content_length
     shape = _Shape()
     writer = deps.archive.writer(key)
     committed = False
+    size = 0  # stored (decoded) bytes, which the limit counts
+
+    def store(pieces: Iterator[bytes]) -> None:
+        nonlocal size
+        for piece in pieces:
+            size += len(piece)
+            note.size = size
+            if size > limit:
+                # a chunked or compressed body: cut here, never write the piece that
+                # went over
+                raise _Rejected("too_large", Reply(413, too_large_text(limit, None)))
+            shape.feed(piece)
+            writer.write(piece)
+
     try:
-        size = 0
+        received = 0  # bytes on the wire, which Content-Length counts
         while True:
-            want = CHUNK_BYTES if declared is None else min(CHUNK_BYTES, declared - size)
+            want = CHUNK_BYTES if declared is None else min(CHUNK_BYTES, declared - received)
             if want <= 0:
                 break
             chunk = _read(request, want)
             if not chunk:
                 break
-            size += len(chunk)
-            note.size = size
-            if size > limit:
-                # a chunked body: cut here, and never write the chunk that went over
+            received += len(chunk)
+            if received > limit:
+                # compressed input over the limit too (e.g. gzip that expands to nothing)
                 raise _Rejected("too_large", Reply(413, too_large_text(limit, None)))
-            shape.feed(chunk)
-            writer.write(chunk)
-        if declared is not None and size < declared:
+            store(decoder.feed(chunk))
+        if declared is not None and received < declared:
             raise _Rejected("incomplete", Reply(400, INCOMPLETE_TEXT))
+        store(decoder.finish())
         shape.finish()
         writer.commit()
         committed = True
@@ -376,6 +413,55 @@ def _read(request: IngestRequest, n: int) -> bytes:
         # the server's reader gave up on the client (a chunked body cut off, a reset):
         # the client's failure, not ours, and nothing of the body is kept
         raise _Rejected("incomplete", Reply(400, INCOMPLETE_TEXT)) from None
+
+
+class _Decoder:
+    """Takes the ``Content-Encoding`` off a body as it streams: none (identity)."""
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        yield chunk
+
+    def finish(self) -> Iterator[bytes]:
+        yield from ()
+
+
+class _Gunzip(_Decoder):
+    """gzip, at most ``CHUNK_BYTES`` of output per step: the limit sees a bomb go off."""
+
+    def __init__(self) -> None:
+        self._z = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip header and trailer
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        if self._z.eof:
+            raise _Rejected("bad_gzip", Reply(400, BAD_GZIP_TEXT))  # bytes after the end
+        yield from self._inflate(chunk)
+
+    def finish(self) -> Iterator[bytes]:
+        yield from self._inflate(b"")
+        if not self._z.eof or self._z.unused_data:
+            raise _Rejected("bad_gzip", Reply(400, BAD_GZIP_TEXT))
+
+    def _inflate(self, data: bytes) -> Iterator[bytes]:
+        while True:
+            try:
+                out = self._z.decompress(data, CHUNK_BYTES)
+            except zlib.error:
+                raise _Rejected("bad_gzip", Reply(400, BAD_GZIP_TEXT)) from None
+            if out:
+                yield out
+            data = self._z.unconsumed_tail
+            # a full piece may leave output inside zlib even with no input left
+            if not data and (len(out) < CHUNK_BYTES or self._z.eof):
+                return
+
+
+def _decoder(headers: Mapping[str, str]) -> _Decoder:
+    encoding = headers.get("content-encoding", "").strip().lower()
+    if encoding in _IDENTITY:
+        return _Decoder()
+    if encoding in _GZIP:
+        return _Gunzip()
+    raise _Rejected("encoding", Reply(415, ENCODING_TEXT))
 
 
 class _Shape:

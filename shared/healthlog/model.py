@@ -43,6 +43,8 @@ class Account:
     id: str
     name: str
     created_at: datetime
+    # IANA zone for times a body sends without an offset (CSV deliveries)
+    time_zone: str = "UTC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +115,52 @@ class Point(NamedTuple):
     extra: str | None = None
 
 
+class Item(NamedTuple):
+    """One element of a record's series: a route fix, a heart-rate sample, an ECG voltage.
+
+    Its key is (record key, ``series``, ``seq``): ``seq`` is the position in the series as
+    sent. ``t`` is UTC text like ``Point.start`` (None when the element had no readable
+    time); what has no column goes to ``extra`` as canonical JSON, so nothing is dropped.
+    """
+
+    series: str
+    seq: int
+    t: str | None
+    qty: float | None
+    lat: float | None = None
+    lon: float | None = None
+    alt: float | None = None
+    unit: str | None = None
+    extra: str | None = None
+
+
+class Record(NamedTuple):
+    """One event of a section other than ``metrics``: a workout, a symptom, an ECG...
+
+    Its key is (account, ``section``, ``identity``); see docs/sections.md for how each
+    section's identity is made. ``body`` is canonical JSON of the record's own fields as
+    sent (units and localized text included, nulls left out), minus its series, which are
+    the ``items``.
+    """
+
+    section: str
+    identity: str
+    start: str | None
+    end: str | None
+    utc_offset: int | None
+    name: str | None
+    source: str | None
+    body: str
+    items: tuple[Item, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class ParseResult:
     points: list[Point]
     uncovered: tuple[str, ...]
+    records: list[Record] = field(default_factory=list)
+    # values kept in a unit that does not convert to their series' canonical unit
+    incomparable: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +175,8 @@ class Outcome:
     # circumstance (``JournalBusy``, ``Cancelled``, ...); None when folded
     reason: str | None = None
     duration_s: float = 0.0
+    records: int = 0
+    incomparable: int = 0
 
 
 @dataclass
@@ -140,12 +186,16 @@ class Tally:
     classes: Counter[str] = field(default_factory=Counter)
     reasons: Counter[str] = field(default_factory=Counter)
     points: int = 0
+    records: int = 0
+    incomparable: int = 0
 
     def add(self, outcome: Outcome) -> None:
         self.classes[outcome.klass.value] += 1
         if outcome.reason:
             self.reasons[outcome.reason] += 1
         self.points += outcome.points
+        self.records += outcome.records
+        self.incomparable += outcome.incomparable
 
     @property
     def total(self) -> int:
@@ -156,4 +206,6 @@ class Tally:
             **{c.value: self.classes.get(c.value, 0) for c in OutcomeClass},
             "reasons": dict(sorted(self.reasons.items())),
             "points": self.points,
+            "records": self.records,
+            "incomparable": self.incomparable,
         }

@@ -3,25 +3,34 @@
 ``MemoryArchive`` passes the same contract suite as the real adapters
 (``tests/contract/test_archive_contract.py``), so it cannot drift from them.
 ``FaultyArchive`` wraps any Archive and fails or stalls on demand, for the tests of
-what ingest and the fold do when the store misbehaves. ``moto_s3_server`` serves a
-throwaway S3 endpoint for integration tests (it needs the ``dev`` extra).
+what ingest and the fold do when the store misbehaves; ``FaultyJournal`` does the same
+for any Journal. ``moto_s3_server`` serves a throwaway S3 endpoint for integration
+tests (it needs the ``dev`` extra).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
 from healthlog.archive import s3
 from healthlog.archive.local import check_key
 from healthlog.archive.port import Archive, ArchiveWriter
-from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
+from healthlog.errors import (
+    AlreadyExists,
+    ArchiveUnavailable,
+    BodyMissing,
+    HealthlogError,
+    JournalBusy,
+)
+from healthlog.journal.port import Journal
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -205,6 +214,74 @@ class FaultyWriter:
     def abort(self) -> None:
         self._archive.calls["abort"] += 1
         self._inner.abort()
+
+
+class FaultyJournal:
+    """Another Journal that raises a journal error from chosen methods, when told to.
+
+    ``journal.fail("write_outcome")`` makes every later ``write_outcome`` raise
+    ``JournalBusy`` (as the adapter does once its retries are spent) before it reaches
+    the real journal, so nothing is written; ``error=JournalUnavailable`` (or any
+    ``HealthlogError`` class) picks another error, ``times=n`` fails only the next
+    ``n`` calls. ``heal()`` ends every fault, ``heal(name)`` one. ``calls`` counts the
+    calls of each method that reached the wrapper, failed or not.
+
+    Every method of the wrapped journal is reached through the wrapper, with its own
+    signature, so the wrapper follows the port as it grows.
+    """
+
+    def __init__(self, inner: Journal) -> None:
+        self.inner = inner
+        self.calls: Counter[str] = Counter()
+        # method -> (error class, calls left to fail; None: until healed)
+        self._faults: dict[str, tuple[type[HealthlogError], int | None]] = {}
+        self._lock = threading.Lock()
+
+    def fail(
+        self, method: str, error: type[HealthlogError] = JournalBusy, *, times: int | None = None
+    ) -> None:
+        if method.startswith("_") or not callable(getattr(self.inner, method, None)):
+            raise ValueError(f"the journal has no method {method!r}")
+        with self._lock:
+            self._faults[method] = (error, times)
+
+    def heal(self, method: str | None = None) -> None:
+        with self._lock:
+            if method is None:
+                self._faults.clear()
+            else:
+                self._faults.pop(method, None)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+
+        @functools.wraps(attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._enter(name)
+            return attr(*args, **kwargs)
+
+        return call
+
+    def _enter(self, method: str) -> None:
+        with self._lock:
+            self.calls[method] += 1
+            fault = self._faults.get(method)
+            if fault is None:
+                return
+            error, left = fault
+            if left is not None:
+                if left <= 1:
+                    del self._faults[method]
+                else:
+                    self._faults[method] = (error, left - 1)
+        raise error(f"injected fault: {method}")
+
+
+def _journal_conforms(journal: FaultyJournal) -> Journal:
+    """mypy checks here that the wrapper can stand for a Journal."""
+    return journal
 
 
 # --- S3 for integration tests -----------------------------------------------------------

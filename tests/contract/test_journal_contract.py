@@ -591,3 +591,165 @@ def test_a_waiting_holder_gets_the_fold_lock_once_it_is_released(journal: Journa
     waiting.join(10)
     thread.join(10)
     assert got == [True]
+
+
+# --- records (every section other than metrics) --------------------------------------------
+
+from healthlog.journal.port import StoredRecord  # noqa: E402
+from healthlog.model import Item, Record  # noqa: E402
+
+
+def record(
+    identity: str = "W|2026-02-28T10:00:00.000000Z",
+    body: str = '{"name":"W"}',
+    *items: Item,
+    section: str = "workouts",
+    start: str | None = "2026-02-28T10:00:00.000000Z",
+) -> Record:
+    return Record(section, identity, start, None, 60, "W", "Watch", body, tuple(items))
+
+
+def fix(seq: int, lat: float, series: str = "route") -> Item:
+    return Item(series, seq, f"2026-02-28T10:00:0{seq}.000000Z", None, lat, 2.0, 3.0, None, None)
+
+
+def write_records(seed: Seed, delivery: NewDelivery, *records: Record) -> None:
+    seed.journal.write_outcome(
+        delivery.id,
+        expected=PENDING,
+        status=PARSED,
+        uncovered=(),
+        failure=None,
+        points=(),
+        records=records,
+    )
+
+
+def stored_records(journal: Journal, **filters: str) -> list[tuple[str, Record, str]]:
+    return [(r.account_id, r.record, r.delivery_id) for r in journal.export_records(**filters)]
+
+
+def test_records_read_back_whole_with_their_items_in_series_order(
+    seed: Seed, journal: Journal
+) -> None:
+    delivery = seed.delivery()
+    hr = Item("heartRateData", 0, "2026-02-28T10:00:00.000000Z", 120.0, None, None, None,
+              "count/min", '{"Max":131}')  # fmt: skip
+    written = record("id-1", '{"a":1}', fix(1, 1.5), fix(0, 1.0), hr)
+    write_records(seed, delivery, written)
+
+    (got,) = journal.export_records()
+    assert got == StoredRecord(
+        seed.account().id, written._replace(items=(hr, fix(0, 1.0), fix(1, 1.5))), delivery.id
+    )
+
+
+def test_an_older_layer_changes_neither_a_record_nor_its_series(
+    seed: Seed, journal: Journal
+) -> None:
+    older, newer = seed.delivery(), seed.delivery()
+    write_records(seed, newer, record("w", '{"v":2}', fix(0, 2.0)))
+    write_records(seed, older, record("w", '{"v":1}', fix(0, 1.0), fix(1, 1.0)))
+
+    (_, got, layer), = stored_records(journal)  # fmt: skip
+    assert (got.body, got.items, layer) == ('{"v":2}', (fix(0, 2.0),), newer.id)
+
+
+def test_a_newer_layer_replaces_a_series_wholly_and_inherits_series_it_does_not_carry(
+    seed: Seed, journal: Journal
+) -> None:
+    older, newer = seed.delivery(), seed.delivery()
+    hr = Item("heartRateData", 0, None, 100.0, None, None, None, "count/min", None)
+    write_records(seed, older, record("w", '{"v":1}', fix(0, 1.0), fix(1, 1.0), fix(2, 1.0), hr))
+    write_records(seed, newer, record("w", '{"v":2}', fix(0, 2.0)))
+
+    (_, got, _), = stored_records(journal)  # fmt: skip
+    assert got.body == '{"v":2}'
+    assert got.items == (hr, fix(0, 2.0))  # the route replaced wholly, heart rate inherited
+
+
+def test_records_come_out_the_same_whatever_order_their_layers_are_folded_in(
+    journal_factory: Callable[[], Journal],
+) -> None:
+    layers = [
+        record("w", '{"v":1}', fix(0, 1.0)),
+        record("w", '{"v":2}', Item("heartRateData", 0, None, 1.0)),
+        record("w", '{"v":3}'),
+        record("s", '{"v":4}', section="symptoms"),
+    ]
+    delivery_ids = [ids.new_delivery_id(T0 + timedelta(seconds=n)) for n in range(len(layers))]
+    results = []
+    for order in itertools.permutations(range(len(layers))):
+        journal = journal_factory()
+        seed = Seed(journal)
+        deliveries = [
+            seed.delivery(at=T0 + timedelta(seconds=n), delivery_id=delivery_id)
+            for n, delivery_id in enumerate(delivery_ids)
+        ]
+        for i in order:
+            write_records(seed, deliveries[i], layers[i])
+        results.append([(r.record, r.delivery_id) for r in journal.export_records()])
+
+    assert all(result == results[0] for result in results)
+    _, (workout, layer) = results[0]
+    assert (workout.body, layer) == ('{"v":3}', delivery_ids[2])
+    # the route of layer 0 and the heart rate of layer 1: nobody newer carried them
+    assert [(i.series, i.seq) for i in workout.items] == [("heartRateData", 0), ("route", 0)]
+
+
+def test_writing_the_same_records_again_changes_nothing(seed: Seed, journal: Journal) -> None:
+    delivery = seed.delivery()
+    write_records(seed, delivery, record("w", "{}", fix(0, 1.0)))
+    fingerprint = journal.fingerprint()
+    journal.write_outcome(
+        delivery.id, expected=PARSED, status=PARSED, uncovered=(), failure=None, points=(),
+        records=(record("w", "{}", fix(0, 1.0)),),
+    )  # fmt: skip
+    assert journal.fingerprint() == fingerprint
+
+
+def test_export_records_filters_by_account_section_and_start_range(
+    seed: Seed, journal: Journal
+) -> None:
+    alice, bob = seed.account("alice"), seed.account("bob")
+    write_records(
+        seed,
+        seed.delivery(alice),
+        record("a", "{}", start="2026-01-01T00:00:00.000000Z"),
+        record("b", "{}", start="2026-01-02T00:00:00.000000Z"),
+        record("c", "{}", section="ecg", start="2026-01-01T12:00:00.000000Z"),
+    )
+    write_records(seed, seed.delivery(bob), record("d", "{}"))
+
+    def ids(**filters: str) -> list[str]:
+        return [r.identity for _, r, _ in stored_records(journal, **filters)]
+
+    assert ids(account_id=alice.id) == ["c", "a", "b"]  # ecg sorts before workouts
+    assert ids(account_id=alice.id, section="workouts", start_from="2026-01-02") == ["b"]
+    assert ids(section="workouts", start_to="2026-01-02") == ["a"]
+    assert ids(account_id=bob.id) == ["d"]
+
+
+def test_the_fingerprint_covers_records_and_items_and_summary_counts_them(
+    seed: Seed, journal: Journal
+) -> None:
+    empty = journal.fingerprint()
+    write_records(seed, seed.delivery(), record("w", "{}", fix(0, 1.0)))
+    with_route = journal.fingerprint()
+    write_records(seed, seed.delivery(), record("w", "{}", fix(0, 1.5)))
+
+    assert len({empty, with_route, journal.fingerprint()}) == 3
+    assert journal.summary().records == {"workouts": 1}
+
+
+def test_an_account_time_zone_defaults_to_utc_and_can_be_set(journal: Journal) -> None:
+    account = journal.add_account("alice", "hash-a")
+    assert journal.get_account(account.id) == account
+    assert account.time_zone == "UTC"
+
+    journal.set_time_zone(account.id, "Europe/Berlin")
+
+    stored = journal.get_account(account.id)
+    assert stored is not None and stored.time_zone == "Europe/Berlin"
+    with pytest.raises(HealthlogError):
+        journal.set_time_zone("no-such-account", "UTC")

@@ -409,3 +409,15 @@ def test_a_pass_does_not_run_while_another_holds_the_fold_lock(
         assert status_of(journal, delivery) is ParseStatus.PENDING
     report = service.run()
     assert report is not None and report.tally.classes == {"parsed": 1}
+
+
+def test_a_pass_leaves_alone_a_delivery_another_writer_folded_after_it_was_selected(
+    phone: Phone, journal: Journal, archive: Any
+) -> None:
+    delivery = phone.send(steps(1))
+    Player(journal, archive).play(delivery)  # another writer, between selection and fold
+    folded = journal.fingerprint()
+    outcome = Player(journal, archive).play(delivery, pending_only=True)
+    assert (outcome.klass, outcome.reason) == (OutcomeClass.DEFERRED, "Conflict")
+    assert status_of(journal, delivery) is ParseStatus.PARSED
+    assert journal.fingerprint() == folded

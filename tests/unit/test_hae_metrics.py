@@ -193,9 +193,12 @@ def test_mealtime_is_text_only_for_blood_glucose_elsewhere_it_is_extra() -> None
     assert (p.text, p.extra) == (None, '{"mealTime":"Before Meal"}')
 
 
-def test_heartbeat_series_keeps_the_sdnn_and_marks_the_series_uncovered() -> None:
+def test_heartbeat_series_keeps_the_sdnn_and_stores_the_beats_as_a_record() -> None:
     result = fixture("metrics_hrv_heartbeat_series.json")
-    assert result.uncovered == ("metrics.heart_rate_variability.heartbeatSeries",)
+    assert result.uncovered == ()
+    assert [(r.section, r.identity, len(r.items)) for r in result.records] == [
+        ("heartbeatSeries", "Simon's Apple Watch|2024-06-01T02:12:40.000000Z", 2)
+    ]
     assert [(p.field, p.qty, p.start, p.extra) for p in result.points] == [
         ("qty", 41.2, "2024-06-01T02:12:40.000000Z", None),
         ("qty", 38.0, "2024-06-01T06:40:02.000000Z", None),
@@ -399,9 +402,10 @@ def test_a_field_nested_deeper_than_extra_can_hold_marks_the_metric() -> None:
 # --- the envelope ------------------------------------------------------------------------
 
 
-def test_other_sections_that_carry_something_are_uncovered_by_name() -> None:
+def test_sections_this_parser_does_not_know_are_uncovered_by_name() -> None:
     result = fixture("envelope_other_sections.json")
-    assert result.uncovered == ("somethingNew", "stateOfMind", "symptoms")
+    assert result.uncovered == ("somethingNew",)
+    assert [r.section for r in result.records] == ["stateOfMind", "symptoms"]
     assert [(p.metric, p.qty) for p in result.points] == [("step_count", 100.0)]
 
 
@@ -480,7 +484,9 @@ def test_a_deadline_passing_midway_carries_the_keys_found_so_far(
     raw = body({"data": {"workouts": [{"name": "Walking"}], "metrics": [{"name": 1}, steps(3000)]}})
     with pytest.raises(FoldDeadline) as caught:
         parse(raw, deadline=50.0)
-    assert caught.value.uncovered == ("metrics", "workouts")
+    # the clock is read after each record too: the workout (no start, so no identity)
+    # was the last thing read
+    assert caught.value.uncovered == ("workouts",)
 
 
 # --- any JSON at all ---------------------------------------------------------------------

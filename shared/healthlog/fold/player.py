@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from healthlog import log
 from healthlog.archive.port import Archive
-from healthlog.errors import NoSuchAccount, OutcomeWriteFailed
+from healthlog.errors import Conflict, NoSuchAccount, OutcomeWriteFailed
 from healthlog.fold.classify import CRASHED, _classify
 from healthlog.journal.port import Journal
-from healthlog.model import Delivery, Outcome, OutcomeClass, ParseResult, status_for
+from healthlog.model import Delivery, Outcome, OutcomeClass, ParseResult, ParseStatus, status_for
 
 logger = logging.getLogger("healthlog.fold")
 
@@ -54,16 +54,32 @@ class Player:
         self._options = options or PlayOptions()
         self._parse = parse or _default_parse()
         self._clock = clock
+        # attempts this process counted, ended by a circumstance, and could not release
+        # (the journal failed again): released before the count is next read, so that
+        # circumstances never add up to ``crashed``
+        self._unreleased: set[str] = set()
 
-    def play(self, delivery_id: str, *, dry_run: bool = False) -> Outcome:
-        """Fold one delivery; with ``dry_run``, read and parse it but write nothing."""
+    def play(
+        self, delivery_id: str, *, dry_run: bool = False, pending_only: bool = False
+    ) -> Outcome:
+        """Fold one delivery; with ``dry_run``, read and parse it but write nothing.
+
+        ``pending_only`` (the pass) leaves alone a delivery that is no longer pending by
+        the time it is folded: another writer got there first (``Conflict``, deferred).
+        """
         started = self._clock()
         delivery: Delivery | None = None
         attempt_open = False
         try:
+            if delivery_id in self._unreleased and not dry_run:
+                self._journal.release_attempt(delivery_id)
+                self._unreleased.discard(delivery_id)
             delivery = self._journal.get_delivery(delivery_id)
-            if delivery is None or self._journal.get_account(delivery.account_id) is None:
+            account = None if delivery is None else self._journal.get_account(delivery.account_id)
+            if delivery is None or account is None:
                 raise NoSuchAccount()
+            if pending_only and delivery.status is not ParseStatus.PENDING:
+                raise Conflict()
             if not dry_run and delivery.attempts >= self._options.max_attempts:
                 # every earlier fold of this body died with the process: stop the loop
                 self._write_failure(delivery, CRASHED, ())
@@ -72,7 +88,12 @@ class Player:
                 self._journal.begin_attempt(delivery_id)
                 attempt_open = True
             body = self._archive.read(delivery.archive_key)
-            result = self._parse(body, deadline=started + self._options.deadline_s)
+            result = self._parse(
+                body,
+                deadline=started + self._options.deadline_s,
+                content_type=delivery.content_type,
+                tz=account.time_zone,
+            )
             status = status_for(failed=False, uncovered=result.uncovered)
             if not dry_run:
                 self._journal.write_outcome(
@@ -82,11 +103,19 @@ class Player:
                     uncovered=result.uncovered,
                     failure=None,
                     points=result.points,
+                    records=result.records,
                 )
                 attempt_open = False
             klass = OutcomeClass(status.value)
             return self._done(
-                delivery_id, klass, result.uncovered, len(result.points), None, started
+                delivery_id,
+                klass,
+                result.uncovered,
+                len(result.points),
+                None,
+                started,
+                records=len(result.records),
+                incomparable=result.incomparable,
             )
         except Exception as exc:
             klass, reason = _classify(exc)
@@ -116,8 +145,9 @@ class Player:
         try:
             self._journal.release_attempt(delivery_id)
         except Exception:
-            # the count stays raised; after max_attempts such misses the delivery
-            # would be called crashed, so say so
+            # the count stays raised until the next play of this delivery here releases
+            # it; if this process dies first, the raised count is what a crash leaves
+            self._unreleased.add(delivery_id)
             log.event(logger, logging.WARNING, "fold.attempt_not_released", delivery_id=delivery_id)
 
     def _done(
@@ -128,6 +158,9 @@ class Player:
         points: int,
         reason: str | None,
         started: float,
+        *,
+        records: int = 0,
+        incomparable: int = 0,
     ) -> Outcome:
         outcome = Outcome(
             delivery_id=delivery_id,
@@ -136,6 +169,8 @@ class Player:
             points=points,
             reason=reason,
             duration_s=self._clock() - started,
+            records=records,
+            incomparable=incomparable,
         )
         level = {
             OutcomeClass.DEFERRED: logging.WARNING,
@@ -149,6 +184,8 @@ class Player:
             outcome=klass.value,
             reason=reason,
             points=points,
+            records=records,
+            incomparable=incomparable,
             uncovered=len(uncovered),
             duration_ms=round(outcome.duration_s * 1000, 1),
         )

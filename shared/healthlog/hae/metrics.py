@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from healthlog.hae import dates
-from healthlog.model import Point
+from healthlog.hae import dates, records, units
+from healthlog.hae.records import Found
+from healthlog.model import Point, Record
 
 _ITEM_KEYS = frozenset({"name", "units", "data"})
 _HEARTBEATS = "heartbeatSeries"
@@ -44,29 +45,34 @@ def is_empty(value: object) -> bool:
 # "metrics": [{"name": "active_energy", "units": "kJ", "data": [
 #     {"date": "2021-12-24 00:04:00 +0800", "qty": 0.76856774374845116}]},
 #   {"data": [], "name": "basal_body_temperature", "units": "degC"}]
-def points(section: object, uncovered: set[str]) -> Iterator[Point]:
-    """The Points of a ``metrics`` section; adds what it cannot read to ``uncovered``."""
+def points(section: object, found: Found) -> Iterator[Point]:
+    """The Points of a ``metrics`` section.
+
+    Adds what it cannot read to ``found.uncovered``, HRV beat-to-beat series to
+    ``found.records``, and values in a foreign unit to ``found.incomparable``.
+    """
     if is_empty(section):
         return
     if not isinstance(section, list):
-        uncovered.add("metrics")
+        found.uncovered.add("metrics")
         return
     for item in section:
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(item, dict) or not isinstance(name, str) or not name:
-            uncovered.add("metrics")
+            found.uncovered.add("metrics")
             continue
-        yield from _metric(item, name, uncovered)
+        yield from _metric(item, name, found)
 
 
 # {"name": "step_count", "units": "count",
 #  "data": [{"qty": 34, "date": "2021-03-14 00:01:00 +0000"},
 #           {"date": "2021-03-14 00:51:00 +0000", "qty": 25}]}
-def _metric(item: dict[str, object], name: str, uncovered: set[str]) -> Iterator[Point]:
+def _metric(item: dict[str, object], name: str, found: Found) -> Iterator[Point]:
     key = f"metrics.{name}"
-    units = item.get("units")
-    unit = units if isinstance(units, str) else ""
-    if units is not None and not isinstance(units, str):
+    uncovered = found.uncovered
+    sent_units = item.get("units")
+    unit = sent_units if isinstance(sent_units, str) else ""
+    if sent_units is not None and not isinstance(sent_units, str):
         uncovered.add(key)
     if not item.keys() <= _ITEM_KEYS and any(
         not is_empty(v) for k, v in item.items() if k not in _ITEM_KEYS
@@ -80,6 +86,10 @@ def _metric(item: dict[str, object], name: str, uncovered: set[str]) -> Iterator
         return
     build = _BUILDERS.get(name, _GENERIC.build)
     beats = name == "heart_rate_variability"
+    # one decision per metric, not per point: the plain path pays one ``is None``
+    effective = unit or _DEFAULT_UNITS.get(name, "")
+    conv = units.conversion(name, effective)
+    convert = None if conv is not None and conv.unit == effective and conv.identity else conv
     for point in data:
         if type(point) is not dict:
             uncovered.add(key)
@@ -89,11 +99,55 @@ def _metric(item: dict[str, object], name: str, uncovered: set[str]) -> Iterator
         except ValueError:  # NotUnderstood, or a time dates.instant cannot read
             uncovered.add(key)
             continue
-        # beat-to-beat series are a later issue: the point's SDNN is stored, the series
-        # stays in the archive and the key says so
         if beats and not is_empty(point.get(_HEARTBEATS)):
-            uncovered.add(f"{key}.{_HEARTBEATS}")
+            try:
+                found.records.append(_heartbeats(point, built[0], found))
+            except ValueError:  # the SDNN is kept; the series stays in the archive
+                uncovered.add(f"{key}.{_HEARTBEATS}")
+        if convert is not None:
+            built = [_converted(p, convert) for p in built]
+        elif conv is None:
+            found.incomparable += len(built)
         yield from built
+
+
+def _converted(point: Point, conv: units.Conversion) -> Point:
+    """The point in its series' canonical unit, what was sent kept in extra."""
+    fields = orjson.loads(point.extra) if point.extra else {}
+    fields["sent_unit"] = point.unit
+    qty = point.qty
+    if qty is not None and not conv.identity:
+        fields["sent_qty"] = qty
+        qty = conv.apply(qty)
+    return point._replace(qty=qty, unit=conv.unit, extra=records.canonical(fields))
+
+
+# {"date": "2024-06-01 03:12:40 +0100", "qty": 41.2, "source": "Simon's Apple Watch",
+#  "heartbeatSeries": [{"date": 1717207960.125, "timeSinceStart": 0.0, "precededByGap": false},
+#                      {"date": 1717207961.031, "timeSinceStart": 0.906, "precededByGap": false}]}
+def _heartbeats(point: dict[str, object], sdnn: Point, found: Found) -> Record:
+    """The beat-to-beat series of one HRV point, as a record of its own.
+
+    Identity ``source|start`` (the HRV point's key); each beat is an Item of series
+    ``heartbeat``: t from the epoch float, qty ``timeSinceStart`` (s), extra
+    ``precededByGap``.
+    """
+    beats = point[_HEARTBEATS]
+    if not records.is_series(beats):
+        raise NotUnderstood("a heartbeat series that is not a list of objects")
+    beat_items = records.items("heartbeat", beats, ("timeSinceStart",), found)  # type: ignore[arg-type]
+    body = {k: v for k, v in point.items() if k != _HEARTBEATS and v is not None}
+    return Record(
+        "heartbeatSeries",
+        f"{sdnn.source}|{sdnn.start}",
+        sdnn.start,
+        sdnn.end,
+        sdnn.utc_offset,
+        "heart_rate_variability",
+        sdnn.source,
+        records.canonical(body),
+        tuple(beat_items),
+    )
 
 
 # --- the fields every point shape shares -------------------------------------------------
@@ -277,6 +331,9 @@ def _segment(metric: str, point: dict[str, object], unit: str) -> Point:
         more,
     )
 
+
+# a missing ``units`` means this unit for these metrics (and only for them)
+_DEFAULT_UNITS = {"sleep_analysis": "hr"}
 
 _Builder = Callable[[str, dict[str, object], str], Sequence[Point]]
 

@@ -1,9 +1,13 @@
-"""A Health Auto Export body to Points: pure, bytes in, ``ParseResult`` out.
+"""A Health Auto Export body to Points and Records: pure, bytes in, ``ParseResult`` out.
 
-Coverage so far is the ``metrics`` section. Every other section that carries something
-is reported by name in ``ParseResult.uncovered`` (and stays in the archive for a later
-parser); so is every part of ``metrics`` this parser cannot read (see ``metrics``).
-Uncovered keys are names only, never content.
+Covered: every section FORMAT.md §3-§5 describes. ``metrics`` gives Points (and the HRV
+beat-to-beat series, Records of section ``heartbeatSeries``); ``workouts`` and the event
+sections give Records (see ``records``). A section this parser does not know, and every
+part of a known one it cannot store under a stable key, is reported by name in
+``ParseResult.uncovered`` and stays in the archive for a later parser. Uncovered keys are
+names only, never content.
+
+CSV deliveries (``multipart/form-data``) are read by ``hae.csv`` into the same shapes.
 """
 
 from __future__ import annotations
@@ -14,36 +18,61 @@ from collections.abc import Iterator
 import orjson
 
 from healthlog.errors import FoldDeadline, UnreadableBody
-from healthlog.hae import metrics
+from healthlog.hae import metrics, sections, workouts
+from healthlog.hae.records import Found
 from healthlog.model import ParseResult, Point
+
+#: every section key this parser reads, besides ``metrics``
+RECORD_SECTIONS = ("workouts", *sections.SPECS)
 
 # how many points between two looks at the clock: cheap enough to be invisible, often
 # enough that a 150k-point body overshoots its deadline by a few milliseconds at most
 _CLOCK_EVERY = 1024
 
 
-def parse(body: bytes, *, deadline: float | None = None) -> ParseResult:
-    """The Points of ``body`` and the keys of what it holds that this parser does not read.
+def parse(
+    body: bytes,
+    *,
+    deadline: float | None = None,
+    content_type: str = "application/json",
+    tz: str = "UTC",
+) -> ParseResult:
+    """The Points and Records of ``body`` and the keys of what this parser does not read.
 
     ``deadline`` is a ``time.monotonic()`` value: past it, ``FoldDeadline`` is raised with
     the uncovered keys found so far. Raises ``UnreadableBody`` when the body is not UTF-8
     JSON holding an object (or its ``data`` is not an object); the message never quotes
-    the body.
+    the body. A ``multipart/form-data`` ``content_type`` (HAE's CSV export) is read by
+    ``hae.csv``, its offset-less times in the IANA zone ``tz``.
     """
+    if content_type.split(";", 1)[0].strip().lower() == "multipart/form-data":
+        from healthlog.hae import csv
+
+        return csv.parse(body, content_type=content_type, tz=tz, deadline=deadline)
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError:
         raise UnreadableBody("the body is not UTF-8 JSON") from None
     if deadline is not None and time.monotonic() > deadline:
         raise FoldDeadline()  # reading the JSON used up the time
-    uncovered: set[str] = set()
-    found: list[Point] = []
+    found = Found(deadline=deadline)
+    uncovered = found.uncovered
+    points: list[Point] = []
     for name, value in _sections(document):
         if name == "metrics":
-            _collect(metrics.points(value, uncovered), found, uncovered, deadline)
+            _collect(metrics.points(value, found), points, uncovered, deadline)
+        elif name == "workouts":
+            workouts.read(value, found)
+        elif name in sections.SPECS:
+            sections.read(name, value, found)
         elif not metrics.is_empty(value):
             uncovered.add(name)
-    return ParseResult(points=found, uncovered=tuple(sorted(uncovered)))
+    return ParseResult(
+        points=points,
+        uncovered=tuple(sorted(uncovered)),
+        records=found.records,
+        incomparable=found.incomparable,
+    )
 
 
 # {"data": {"metrics": [...], "workouts": [...]}}           the app's envelope

@@ -1,7 +1,8 @@
 """The Journal port.
 
 One database holds the accounts, the deliveries (whose ``pending`` rows are the fold's
-queue) and the showcase (the folded points). Adapters: SQLite (embedded default) and
+queue) and the showcase (the folded points, and the records of every other section
+with their series). Adapters: SQLite (embedded default) and
 PostgreSQL (scale-out). Every adapter passes ``tests/contract/test_journal_contract.py``.
 
 Errors: ``JournalBusy`` when a transaction's retries are spent, ``JournalUnavailable``
@@ -13,11 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from healthlog.model import Account, Cursor, Delivery, NewDelivery, ParseStatus, Point
+from healthlog.model import (
+    Account,
+    Cursor,
+    Delivery,
+    NewDelivery,
+    ParseStatus,
+    Point,
+    Record,
+)
 
 ZERO_CURSOR = Cursor(datetime.fromisoformat("0001-01-01T00:00:00+00:00"), "")
 
@@ -32,12 +41,26 @@ class StoredPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """A record of the showcase with all its items, whose account it is, and its layer.
+
+    ``delivery_id`` is the layer that won the record's row; each series may have been
+    won by another (newer layers replace a series only when they carry it).
+    """
+
+    account_id: str
+    record: Record
+    delivery_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     counts: dict[str, int]  # per ParseStatus value, every status present (0 if none)
     oldest_pending: datetime | None
     last_delivery: datetime | None
     uncovered: dict[str, int]  # uncovered key -> number of deliveries carrying it
     points: int  # rows in the showcase
+    records: dict[str, int] = field(default_factory=dict)  # section -> records stored
 
     @property
     def backlog(self) -> int:
@@ -59,6 +82,12 @@ class Journal(Protocol):
     def get_account(self, account_id: str) -> Account | None: ...
 
     def accounts(self) -> list[Account]: ...
+
+    def set_time_zone(self, account_id: str, time_zone: str) -> None:
+        """Set the IANA zone for the account's offset-less times (CSV deliveries).
+
+        Raises HealthlogError if there is no such account. The caller validates the name.
+        """
 
     # --- ingest ---------------------------------------------------------------------
     def insert_delivery(self, new: NewDelivery) -> bool:
@@ -103,11 +132,16 @@ class Journal(Protocol):
         uncovered: tuple[str, ...],
         failure: str | None,
         points: Sequence[Point],
+        records: Sequence[Record] = (),
     ) -> None:
-        """Write the points and the outcome in one transaction.
+        """Write the points, the records and the outcome in one transaction.
 
         Each point is upserted under its key with the delivery's (received_at, id) as
-        its layer; it overwrites a stored point only if that layer is not newer. The
+        its layer; it overwrites a stored point only if that layer is not newer. Records
+        follow the same rule per (account, section, identity) for the record's row, and
+        per series for its items: a series the record carries replaces the stored series
+        wholly unless a newer layer carried it; a series it does not carry is left as
+        stored (inherited). The
         uncovered keys replace the stored list wholly (even with an empty one); the
         attempt count goes back to zero. Raises Conflict, writing nothing, if the
         delivery's status is no longer ``expected``.
@@ -140,5 +174,22 @@ class Journal(Protocol):
         UTC ``start`` text (a prefix such as ``2024-01-31`` works).
         """
 
+    def export_records(
+        self,
+        *,
+        account_id: str | None = None,
+        section: str | None = None,
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> Iterator[StoredRecord]:
+        """Records with their items, ordered by (account, section, start, identity).
+
+        Items come ordered by (series, seq). ``start_from``/``start_to`` as for points.
+        """
+
     def fingerprint(self, account_id: str | None = None) -> str:
-        """A hash of the whole showcase (every column of every row, in key order)."""
+        """A hash of the whole showcase (every column of every row, in key order).
+
+        Points, then records, their series' layers and their items; a showcase without
+        records hashes as it did before records existed.
+        """

@@ -33,7 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -42,8 +42,17 @@ import orjson
 
 from healthlog import errors, ids, log
 from healthlog.journal import migrate as migrations
-from healthlog.journal.port import Journal, StoredPoint, Summary
-from healthlog.model import Account, Cursor, Delivery, NewDelivery, ParseStatus, Point
+from healthlog.journal.port import Journal, StoredPoint, StoredRecord, Summary
+from healthlog.model import (
+    Account,
+    Cursor,
+    Delivery,
+    Item,
+    NewDelivery,
+    ParseStatus,
+    Point,
+    Record,
+)
 
 logger = logging.getLogger("healthlog.journal")
 
@@ -118,6 +127,55 @@ _POINT_COLUMNS = (
     'account_id, metric, field, source, start, utc_offset, "end", qty, text, unit, extra,'
     " layer_received_at, layer_id"
 )
+
+# Records: the same layer guard on the record row (its body); its series are guarded
+# one by one through record_series (see 0004_records.sql).
+_UPSERT_RECORD = """
+INSERT INTO records (section, identity, start, "end", utc_offset, name, source, body,
+                     account_id, layer_received_at, layer_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (account_id, section, identity) DO UPDATE SET
+    start = excluded.start,
+    "end" = excluded."end",
+    utc_offset = excluded.utc_offset,
+    name = excluded.name,
+    source = excluded.source,
+    body = excluded.body,
+    layer_received_at = excluded.layer_received_at,
+    layer_id = excluded.layer_id
+WHERE (excluded.layer_received_at, excluded.layer_id)
+      >= (records.layer_received_at, records.layer_id)"""
+
+_RECORD_VALUES = attrgetter(
+    "section", "identity", "start", "end", "utc_offset", "name", "source", "body"
+)
+
+_RECORD_COLUMNS = (
+    'account_id, section, identity, start, "end", utc_offset, name, source, body,'
+    " layer_received_at, layer_id"
+)
+
+_SERIES_KEY = "account_id = ? AND section = ? AND identity = ? AND series = ?"
+
+_SERIES_LAYER = f"SELECT layer_received_at, layer_id FROM record_series WHERE {_SERIES_KEY}"
+
+_DELETE_SERIES_ITEMS = f"DELETE FROM record_items WHERE {_SERIES_KEY}"
+
+_INSERT_ITEM = """
+INSERT INTO record_items (account_id, section, identity, series, seq, t, qty, lat, lon, alt,
+                          unit, extra)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+_UPSERT_SERIES = """
+INSERT INTO record_series (account_id, section, identity, series, layer_received_at, layer_id)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (account_id, section, identity, series) DO UPDATE SET
+    layer_received_at = excluded.layer_received_at,
+    layer_id = excluded.layer_id"""
+
+_ITEM_VALUES = attrgetter("seq", "t", "qty", "lat", "lon", "alt", "unit", "extra")
+
+_ITEM_COLUMNS = "series, seq, t, qty, lat, lon, alt, unit, extra"
 
 _RECORD_MIGRATION = "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)"
 
@@ -261,7 +319,11 @@ class SqliteJournal:
 
     def _open(self) -> sqlite3.Connection:
         folder = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(folder, exist_ok=True)
+        # the journal holds health data: a new folder and database are the owner's only
+        # (SQLite gives its -wal and -shm files the database file's permissions)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        with suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         conn = sqlite3.connect(
             self.path,
             timeout=self._busy_timeout_ms / 1000,
@@ -389,13 +451,23 @@ class SqliteJournal:
         return self._one_account("id = ?", account_id)
 
     def _one_account(self, where: str, value: str) -> Account | None:
-        sql = f"SELECT id, name, created_at FROM accounts WHERE {where}"
+        sql = f"SELECT id, name, created_at, time_zone FROM accounts WHERE {where}"
         row = self._read(lambda conn: conn.execute(sql, (value,)).fetchone())
         return None if row is None else _account(row)
 
     def accounts(self) -> list[Account]:
-        sql = "SELECT id, name, created_at FROM accounts ORDER BY name"
+        sql = "SELECT id, name, created_at, time_zone FROM accounts ORDER BY name"
         return [_account(row) for row in self._read(lambda conn: conn.execute(sql).fetchall())]
+
+    def set_time_zone(self, account_id: str, time_zone: str) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            changed = conn.execute(
+                "UPDATE accounts SET time_zone = ? WHERE id = ?", (time_zone, account_id)
+            ).rowcount
+            if changed != 1:
+                raise errors.HealthlogError("no such account")
+
+        self._write(work)
 
     # --- ingest -----------------------------------------------------------------------------
 
@@ -468,6 +540,7 @@ class SqliteJournal:
         uncovered: tuple[str, ...],
         failure: str | None,
         points: Sequence[Point],
+        records: Sequence[Record] = (),
     ) -> None:
         uncovered_json = orjson.dumps(uncovered).decode()
 
@@ -485,6 +558,8 @@ class SqliteJournal:
             if points:
                 layer = (row[1], row[2], delivery_id)  # account, then the layer's version
                 conn.executemany(_UPSERT_POINT, (_POINT_VALUES(p) + layer for p in points))
+            if records:
+                _write_records(conn, row[1], (row[2], delivery_id), records)
             conn.execute(
                 "UPDATE deliveries SET status = ?, uncovered = ?, failure = ?, points = ?,"
                 " attempts = 0, folded_at = ? WHERE id = ?",
@@ -563,12 +638,16 @@ class SqliteJournal:
                 params,
             ).fetchall()
             points = conn.execute(f"SELECT count(*) FROM points{where}", params).fetchone()[0]
+            by_section = conn.execute(
+                f"SELECT section, count(*) FROM records{where} GROUP BY section", params
+            ).fetchall()
             return Summary(
                 counts=counts,
                 oldest_pending=None if oldest is None else from_text(oldest),
                 last_delivery=None if last is None else from_text(last),
                 uncovered=dict(uncovered),
                 points=points,
+                records=dict(by_section),
             )
 
         return self._read(work)
@@ -598,6 +677,50 @@ class SqliteJournal:
         )
         return self._stream(sql, params)
 
+    def export_records(
+        self,
+        *,
+        account_id: str | None = None,
+        section: str | None = None,
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> Iterator[StoredRecord]:
+        where: list[str] = []
+        params: list[object] = []
+        for clause, value in (
+            ("account_id = ?", account_id),
+            ("section = ?", section),
+            ("start >= ?", start_from),
+            ("start < ?", start_to),
+        ):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
+        sql = (
+            f"SELECT {_RECORD_COLUMNS} FROM records{_where(where)}"
+            " ORDER BY account_id, section, start, identity"
+        )
+        items_sql = (
+            f"SELECT {_ITEM_COLUMNS} FROM record_items"
+            " WHERE account_id = ? AND section = ? AND identity = ? ORDER BY series, seq"
+        )
+        try:
+            with self._pool.connection() as conn:
+                cursor = conn.execute(sql, params)
+                try:
+                    while rows := cursor.fetchmany(_FETCH):
+                        for row in rows:
+                            items = tuple(
+                                Item(*r) for r in conn.execute(items_sql, row[:3]).fetchall()
+                            )
+                            yield StoredRecord(row[0], _record(row, items), row[10])
+                finally:
+                    cursor.close()
+        except sqlite3.Error as exc:
+            raise _translate(exc) from exc
+        except OSError as exc:
+            raise errors.JournalUnavailable(f"the journal's folder failed ({exc})") from exc
+
     def _stream(self, sql: str, params: Sequence[object]) -> Iterator[StoredPoint]:
         # one statement is its own read snapshot; no retries once rows have been yielded
         try:
@@ -624,16 +747,61 @@ class SqliteJournal:
             " ORDER BY account_id, metric, start, field, source"
         )
 
+        # records after points, so a showcase of points alone keeps its old fingerprint
+        tables = [
+            (sql, params),
+            (f"SELECT {_RECORD_COLUMNS} FROM records{where} ORDER BY account_id, section, identity",
+             params),
+            (f"SELECT * FROM record_series{where} ORDER BY account_id, section, identity, series",
+             params),
+            (f"SELECT account_id, section, identity, {_ITEM_COLUMNS} FROM record_items{where}"
+             " ORDER BY account_id, section, identity, series, seq", params),
+        ]  # fmt: skip
+
         def work(conn: sqlite3.Connection) -> str:
             digest = hashlib.sha256()
-            for row in conn.execute(sql, params):
-                # repr of a tuple of str/int/float/None is canonical and unambiguous
-                # (strings quoted and escaped, floats shortest round-trip)
-                digest.update(repr(row).encode())
-                digest.update(b"\n")
+            for number, (query, values) in enumerate(tables):
+                # rows of the later tables carry their table's number: no row of one
+                # table can read as a row of another, and empty tables add nothing
+                tag = f"{number}:".encode() if number else b""
+                for row in conn.execute(query, values):
+                    digest.update(tag)
+                    # repr of a tuple of str/int/float/None is canonical and unambiguous
+                    # (strings quoted and escaped, floats shortest round-trip)
+                    digest.update(repr(row).encode())
+                    digest.update(b"\n")
             return digest.hexdigest()
 
         return self._read(work)
+
+
+def _write_records(
+    conn: sqlite3.Connection, account_id: str, layer: tuple[str, str], records: Sequence[Record]
+) -> None:
+    """Upsert each record under the layer guard; replace each series it carries if newer.
+
+    A series the record does not carry (absent, null or empty) is left as it is: it is
+    inherited from the older layer that carried it (SPEC §5).
+    """
+    tail = (account_id, *layer)
+    conn.executemany(_UPSERT_RECORD, (_RECORD_VALUES(r) + tail for r in records))
+    for record in records:
+        by_series: dict[str, list[Item]] = {}
+        for item in record.items:
+            by_series.setdefault(item.series, []).append(item)
+        for series, items in by_series.items():
+            key = (account_id, record.section, record.identity, series)
+            stored = conn.execute(_SERIES_LAYER, key).fetchone()
+            if stored is not None and layer < tuple(stored):
+                continue  # a newer layer carried this series: an older one changes nothing
+            conn.execute(_DELETE_SERIES_ITEMS, key)
+            conn.executemany(_INSERT_ITEM, (key + _ITEM_VALUES(i) for i in items))
+            conn.execute(_UPSERT_SERIES, key + layer)
+
+
+def _record(row: tuple[Any, ...], items: tuple[Item, ...]) -> Record:
+    section, identity, start, end, utc_offset, name, source, body = row[1:9]
+    return Record(section, identity, start, end, utc_offset, name, source, body, items)
 
 
 def _where(clauses: list[str]) -> str:
@@ -641,7 +809,7 @@ def _where(clauses: list[str]) -> str:
 
 
 def _account(row: tuple[Any, ...]) -> Account:
-    return Account(id=row[0], name=row[1], created_at=from_text(row[2]))
+    return Account(id=row[0], name=row[1], created_at=from_text(row[2]), time_zone=row[3])
 
 
 def _delivery(row: tuple[Any, ...]) -> Delivery:

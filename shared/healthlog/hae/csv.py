@@ -1,0 +1,151 @@
+"""HAE's CSV export: a ``multipart/form-data`` body with a metrics file and a workouts file.
+
+The same Points and Records as the JSON parser gives. CSV times carry no offset
+(FORMAT.md §6.1: ``2023-01-02 00:00:00``, workouts ``2023-06-20 17:40``): they are read
+in the account's IANA time zone (``tz``, ``accounts.time_zone``), and the offset that
+zone had at that moment is kept as the point's ``utc_offset``. A metric column header is
+``Display Name [Field] (unit)``; the display name is snake-cased into HAE's JSON metric
+name (``Weight & Body Mass (lb)`` -> ``weight_body_mass``), so CSV and JSON deliveries
+fold into the same series. A part that is neither file is an uncovered key
+(``csv:<part name>``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from datetime import UTC, datetime
+from email.parser import BytesParser
+from email.policy import HTTP
+from zoneinfo import ZoneInfo
+
+from healthlog.errors import UnreadableBody
+from healthlog.hae import records, units
+from healthlog.hae.records import Found
+from healthlog.model import ParseResult, Point, Record
+
+_HEADER = re.compile(r"^(?P<name>.*?)(?: \[(?P<field>[^\]]*)\])?(?: \((?P<unit>[^)]*)\))?$")
+_LAYOUTS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d")
+
+
+def parse(body: bytes, *, content_type: str, tz: str, deadline: float | None) -> ParseResult:
+    found = Found(deadline=deadline)
+    zone = ZoneInfo(tz)
+    points: list[Point] = []
+    head = f"Content-Type: {content_type}\r\n\r\n".encode()
+    message = BytesParser(policy=HTTP).parsebytes(head + body)
+    if not message.is_multipart():
+        raise UnreadableBody("the body is not multipart/form-data")
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition") or "part"
+        payload = part.get_payload(decode=True)
+        if not isinstance(payload, bytes):
+            found.uncovered.add(f"csv:{name}")
+            continue
+        try:
+            rows = list(csv.reader(io.StringIO(payload.decode("utf-8-sig"))))
+        except (UnicodeDecodeError, csv.Error):
+            found.uncovered.add(f"csv:{name}")
+            continue
+        if not rows:
+            continue
+        header = rows[0]
+        if header and header[0] in ("Date/Time", "Date"):
+            points.extend(_metrics(header, rows[1:], zone, found))
+        elif "Start" in header:
+            _workouts(header, rows[1:], zone, found)
+        else:
+            found.uncovered.add(f"csv:{name}")
+        found.check_clock()
+    return ParseResult(
+        points=points,
+        uncovered=tuple(sorted(found.uncovered)),
+        records=found.records,
+        incomparable=found.incomparable,
+    )
+
+
+def _local(text: str, zone: ZoneInfo) -> tuple[str, int]:
+    """UTC text and offset (minutes) of an offset-less local time in ``zone``."""
+    for layout in _LAYOUTS:
+        try:
+            local = datetime.strptime(text.strip(), layout).replace(tzinfo=zone)
+            break
+        except ValueError:
+            continue
+    else:
+        raise ValueError("not a CSV time")
+    delta = local.utcoffset()
+    offset = 0 if delta is None else int(delta.total_seconds() // 60)
+    utc = local.astimezone(UTC).replace(tzinfo=None)
+    return utc.isoformat(timespec="microseconds") + "Z", offset
+
+
+def _snake(display: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "_", display.lower().replace("&", " ")).strip("_")
+
+
+# Date/Time,Active Energy (kcal),Heart Rate [Min] (count/min),Weight & Body Mass (lb)
+# 2023-01-02 00:00:00,512.3,48,154.3
+# 2023-01-03 00:00:00,498.1,,
+def _metrics(header: list[str], rows: list[list[str]], zone: ZoneInfo, found: Found) -> list[Point]:
+    columns = []
+    for title in header[1:]:
+        match = _HEADER.match(title.strip())
+        assert match is not None  # every string matches: all groups are optional
+        metric = _snake(match["name"])
+        field = _snake(match["field"]) if match["field"] else "qty"
+        unit = match["unit"] or ""
+        columns.append((metric, field, unit, units.conversion(metric, unit)))
+    out: list[Point] = []
+    for row in rows:
+        if not row or not row[0].strip():
+            continue
+        try:
+            start, offset = _local(row[0], zone)
+        except ValueError:
+            found.uncovered.add("csv:metrics")
+            continue
+        for (metric, field, unit, conv), cell in zip(columns, row[1:], strict=False):
+            if not cell.strip():
+                continue
+            try:
+                qty = float(cell)
+            except ValueError:
+                out.append(Point(metric, field, "", start, offset, None, None, cell, unit))
+                continue
+            if conv is None:
+                found.incomparable += 1
+            elif conv.unit != unit or not conv.identity:
+                sent = records.canonical({"sent_qty": qty, "sent_unit": unit})
+                out.append(
+                    Point(metric, field, "", start, offset, None, conv.apply(qty), None,
+                          conv.unit, sent)
+                )  # fmt: skip
+                continue
+            out.append(Point(metric, field, "", start, offset, None, qty, None, unit))
+    return out
+
+
+# Workout Type,Start,End,Duration,Active Energy (kcal),Distance (mi)
+# Walking,2023-06-20 17:40,2023-06-20 17:57,00:17:16,67.5,0.59
+def _workouts(header: list[str], rows: list[list[str]], zone: ZoneInfo, found: Found) -> None:
+    for row in rows:
+        fields = {k: v for k, v in zip(header, row, strict=False) if v.strip()}
+        if not fields:
+            continue
+        name = fields.get("Workout Type") or fields.get("Name") or ""
+        try:
+            start, offset = _local(fields["Start"], zone)
+        except (KeyError, ValueError):
+            found.uncovered.add("csv:workouts")
+            continue
+        try:
+            end: str | None = _local(fields["End"], zone)[0] if "End" in fields else None
+        except ValueError:
+            end = None
+        found.records.append(
+            Record("workouts", f"{name}|{start}", start, end, offset, name, None,
+                   records.canonical(fields))
+        )  # fmt: skip
