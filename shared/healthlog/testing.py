@@ -253,6 +253,8 @@ class FaultyJournal:
                 self._faults.pop(method, None)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (a copy, an unpickle): no recursion
+            raise AttributeError(name)
         attr = getattr(self.inner, name)
         if name.startswith("_") or not callable(attr):
             return attr
