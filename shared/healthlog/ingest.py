@@ -56,6 +56,7 @@ from __future__ import annotations
 import codecs
 import json
 import logging
+import re
 import time
 import traceback
 import zlib
@@ -90,6 +91,10 @@ DEFAULT_CONTENT_TYPE = "application/json"
 TEXT = "text/plain; charset=utf-8"
 # JSON's whitespace (RFC 8259): what may surround the object
 _JSON_BLANK = b" \t\r\n"
+FORM = "multipart/form-data"
+# boundary="quoted" or boundary=token (RFC 2046: at most 70 characters)
+_BOUNDARY = re.compile(r';\s*boundary\s*=\s*(?:"([^"\r\n]{1,70})"|([^\s;"]{1,70}))', re.I)
+_FORM_TAIL_SLACK = 64
 # Content-Encoding values (RFC 9110 §8.4.1) ingest takes off; HAE compresses nothing,
 # but a client or proxy in between may
 _GZIP = frozenset({"gzip", "x-gzip"})
@@ -164,6 +169,11 @@ NOT_OBJECT_TEXT = (
     "healthlog: the body must be a JSON object ({...}) as Health Auto Export sends it, "
     "and this one is not. In this automation, set the export format to JSON (not CSV), "
     "then export again. Nothing was saved."
+)
+NOT_FORM_TEXT = (
+    "healthlog: the body was sent as a multipart form (CSV export) but is not a whole form"
+    " with the boundary its Content-Type names. Export again; if it keeps happening, set"
+    " this automation's export format to JSON. Nothing was saved."
 )
 NOT_UTF8_TEXT = (
     "healthlog: the body must be a JSON object in UTF-8 text, and this one contains "
@@ -297,9 +307,9 @@ def _accept(deps: IngestDeps, request: IngestRequest, received_at: datetime, not
         raise _Rejected("empty", Reply(400, EMPTY_TEXT))
     decoder = _decoder(request.headers)
 
-    content_type = _content_type(request.headers, settings.header_max_chars)
+    content_type, shape = _content_type(request.headers, settings.header_max_chars)
     key = keys.body_key(account.id, note.delivery_id, content_type)
-    size = _archive_body(deps, key, request, note, decoder)
+    size = _archive_body(deps, key, request, note, decoder, shape)
 
     new = NewDelivery(
         id=note.delivery_id,
@@ -354,13 +364,17 @@ def bearer_token(headers: Mapping[str, str]) -> str | None:
 
 
 def _archive_body(
-    deps: IngestDeps, key: str, request: IngestRequest, note: _Note, decoder: _Decoder
+    deps: IngestDeps,
+    key: str,
+    request: IngestRequest,
+    note: _Note,
+    decoder: _Decoder,
+    shape: _Shape | _FormShape,
 ) -> int:
     """Stream the (decoded) body into the archive while checking its shape; return its size."""
     settings = deps.settings
     limit = settings.max_body_bytes
     declared = request.content_length
-    shape = _Shape()
     writer = deps.archive.writer(key)
     committed = False
     size = 0  # stored (decoded) bytes, which the limit counts
@@ -464,6 +478,44 @@ def _decoder(headers: Mapping[str, str]) -> _Decoder:
     raise _Rejected("encoding", Reply(415, ENCODING_TEXT))
 
 
+class _FormShape:
+    """Checks, chunk by chunk, that a body can be a multipart form with this boundary.
+
+    Like the JSON check, it reads no data: the body must be UTF-8 (HAE's CSV files are
+    text), open with ``--boundary`` and close with ``--boundary--``.
+    """
+
+    def __init__(self, boundary: bytes) -> None:
+        self._opening = b"--" + boundary
+        self._closing = b"--" + boundary + b"--"
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._head = b""
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> None:
+        try:
+            self._utf8.decode(chunk)
+        except UnicodeDecodeError:
+            raise _Rejected("not_utf8", Reply(400, NOT_UTF8_TEXT)) from None
+        if len(self._head) < len(self._opening):
+            self._head = (self._head + chunk).lstrip(_JSON_BLANK)
+            if not self._opening.startswith(self._head[: len(self._opening)]):
+                raise _Rejected("not_form", Reply(400, NOT_FORM_TEXT))
+        # enough of the end to find the closing line behind a few blank bytes
+        self._tail = (self._tail + chunk)[-(len(self._closing) + _FORM_TAIL_SLACK) :]
+
+    def finish(self) -> None:
+        try:
+            self._utf8.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise _Rejected("not_utf8", Reply(400, NOT_UTF8_TEXT)) from None
+        if not self._head:
+            raise _Rejected("empty", Reply(400, EMPTY_TEXT))
+        opened = self._head.startswith(self._opening)
+        if not opened or not self._tail.rstrip(_JSON_BLANK).endswith(self._closing):
+            raise _Rejected("not_form", Reply(400, NOT_FORM_TEXT))
+
+
 class _Shape:
     """Checks, chunk by chunk, that a body can be a JSON object, without parsing it."""
 
@@ -529,9 +581,22 @@ def _retry_later(settings: Settings, text: str) -> Reply:
     return Reply(503, text, headers=(("Retry-After", str(settings.retry_after_s)),))
 
 
-def _content_type(headers: Mapping[str, str], limit: int) -> str:
-    base = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return log.truncate(base or DEFAULT_CONTENT_TYPE, limit)
+def _content_type(headers: Mapping[str, str], limit: int) -> tuple[str, _Shape | _FormShape]:
+    """The content type to store, and the shape check for it.
+
+    HAE sends JSON, or CSV as ``multipart/form-data`` (FORMAT.md §1): the form keeps its
+    boundary (the fold needs it to split the parts) and is checked as a form; anything
+    else is checked as a JSON object.
+    """
+    raw = headers.get("content-type", "")
+    base = raw.split(";", 1)[0].strip().lower()
+    if base != FORM:
+        return log.truncate(base or DEFAULT_CONTENT_TYPE, limit), _Shape()
+    match = _BOUNDARY.search(raw)
+    if match is None:
+        raise _Rejected("not_form", Reply(400, NOT_FORM_TEXT))
+    boundary = match.group(1) or match.group(2)
+    return f"{FORM}; boundary={boundary}", _FormShape(boundary.encode("ascii"))
 
 
 def _hae_headers(headers: Mapping[str, str], limit: int) -> tuple[tuple[str, str], ...]:

@@ -33,6 +33,13 @@ def parse(body: bytes, *, content_type: str, tz: str, deadline: float | None) ->
     found = Found(deadline=deadline)
     zone = ZoneInfo(tz)
     points: list[Point] = []
+    if "boundary=" not in content_type.lower():
+        # a delivery journalled by reconcile knows only "multipart/form-data": the
+        # boundary is the body's first line
+        first = body.lstrip(b"\r\n").split(b"\r\n", 1)[0].split(b"\n", 1)[0]
+        if not first.startswith(b"--"):
+            raise UnreadableBody("the body is not multipart/form-data")
+        content_type = f"{content_type}; boundary={first[2:].decode('ascii', 'replace')}"
     head = f"Content-Type: {content_type}\r\n\r\n".encode()
     message = BytesParser(policy=HTTP).parsebytes(head + body)
     if not message.is_multipart():
