@@ -281,6 +281,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         "last_delivery": summary.last_delivery.isoformat() if summary.last_delivery else None,
         "uncovered": summary.uncovered,
         "points": summary.points,
+        "records": summary.records,
     }
     lines = [
         "deliveries: " + ", ".join(f"{k} {v}" for k, v in summary.counts.items()),
@@ -289,6 +290,11 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         f"last delivery: {data['last_delivery'] or 'none yet'}",
         f"points in the showcase: {summary.points}",
     ]
+    if summary.records:
+        lines.append(
+            "records in the showcase: "
+            + ", ".join(f"{section} {n}" for section, n in sorted(summary.records.items()))
+        )
     if summary.uncovered:
         lines.append(
             "uncovered keys: " + ", ".join(f"{k} ({n})" for k, n in summary.uncovered.items())

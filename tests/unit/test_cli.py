@@ -73,6 +73,8 @@ def test_fold_status_and_deliveries_tell_the_outcomes(env: Path, capsys: Any) ->
     assert status["backlog"] == 0 and status["oldest_pending_age_s"] is None
     assert status["uncovered"] == {"workouts": 1}
     assert status["points"] == 4  # min, avg, max, and one step count
+    # that workout has no start, so no identity: no record, and the section stays uncovered
+    assert status["records"] == {}
     assert status["last_delivery"] is not None
 
     rows = run(capsys, "deliveries", "--json")
