@@ -9,13 +9,17 @@ processes starting at once apply each migration exactly once.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Protocol
 
+from healthlog import log
 from healthlog.errors import HealthlogError
+
+logger = logging.getLogger("healthlog.journal")
 
 # Portable DDL (SQLite and PostgreSQL): the adapter runs it inside the session's
 # transaction before asking what was applied.
@@ -83,3 +87,15 @@ def run(
 def head(migrations: Sequence[Migration]) -> int:
     """The newest version (0 when there are none)."""
     return max((m.version for m in migrations), default=0)
+
+
+def log_applied(backend: str, applied: Sequence[Migration]) -> None:
+    """Log what a ``run`` applied, once its transaction has committed (nothing if nothing)."""
+    if applied:
+        log.event(
+            logger,
+            logging.INFO,
+            "journal.migrated",
+            backend=backend,
+            versions=[m.version for m in applied],
+        )

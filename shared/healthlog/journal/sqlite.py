@@ -24,7 +24,6 @@ without waiting (when waiting could deadlock). No sqlite3 exception leaves this 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import logging
 import os
 import random
@@ -34,25 +33,19 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
-from operator import attrgetter
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import orjson
 
 from healthlog import errors, ids, log
 from healthlog.journal import migrate as migrations
-from healthlog.journal.port import Journal, StoredPoint, StoredRecord, Summary
-from healthlog.model import (
-    Account,
-    Cursor,
-    Delivery,
-    Item,
-    NewDelivery,
-    ParseStatus,
-    Point,
-    Record,
-)
+from healthlog.journal import rows
+from healthlog.journal import sqlite_showcase as showcase
+from healthlog.journal.port import Journal
+from healthlog.journal.rows import from_text as from_text
+from healthlog.journal.rows import to_text as to_text
+from healthlog.journal.sqlite_showcase import SqliteReads
+from healthlog.model import Account, Cursor, Delivery, NewDelivery, ParseStatus, Point, Record
 
 logger = logging.getLogger("healthlog.journal")
 
@@ -66,7 +59,6 @@ _BACKOFF_BASE_S = 0.01
 _BACKOFF_CAP_S = 0.2
 # idle connections kept for reuse; more are opened when more threads call at once
 _POOL_KEEP = 4
-_FETCH = 1000
 
 _sleep = time.sleep  # the one place the adapter waits; tests replace it
 
@@ -89,114 +81,12 @@ COUNT_PENDING = (
     "SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE status = 'pending'"
 )
 
-_DELIVERY_COLUMNS = (
-    "id, account_id, received_at, archive_key, size, content_type, status, uncovered,"
-    " points, attempts, failure, folded_at, headers"
-)
-
 _INSERT_DELIVERY = """
 INSERT INTO deliveries (id, account_id, received_at, archive_key, size, content_type, headers)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING"""
 
-# The layer guard: a stored point is overwritten only by a layer that is not older, so
-# the newest layer wins whatever order deliveries are folded in, and refolding the same
-# delivery rewrites the same values. The point's own columns come first so one tuple
-# concatenation per point builds the parameters.
-_UPSERT_POINT = """
-INSERT INTO points (metric, field, source, start, utc_offset, "end", qty, text, unit, extra,
-                    account_id, layer_received_at, layer_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (account_id, metric, start, field, source) DO UPDATE SET
-    utc_offset = excluded.utc_offset,
-    "end" = excluded."end",
-    qty = excluded.qty,
-    text = excluded.text,
-    unit = excluded.unit,
-    extra = excluded.extra,
-    layer_received_at = excluded.layer_received_at,
-    layer_id = excluded.layer_id
-WHERE (excluded.layer_received_at, excluded.layer_id)
-      >= (points.layer_received_at, points.layer_id)"""
-
-_POINT_VALUES = attrgetter(
-    "metric", "field", "source", "start", "utc_offset", "end", "qty", "text", "unit", "extra"
-)
-
-_POINT_COLUMNS = (
-    'account_id, metric, field, source, start, utc_offset, "end", qty, text, unit, extra,'
-    " layer_received_at, layer_id"
-)
-
-# Records: the same layer guard on the record row (its body); its series are guarded
-# one by one through record_series (see 0004_records.sql).
-_UPSERT_RECORD = """
-INSERT INTO records (section, identity, start, "end", utc_offset, name, source, body,
-                     account_id, layer_received_at, layer_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (account_id, section, identity) DO UPDATE SET
-    start = excluded.start,
-    "end" = excluded."end",
-    utc_offset = excluded.utc_offset,
-    name = excluded.name,
-    source = excluded.source,
-    body = excluded.body,
-    layer_received_at = excluded.layer_received_at,
-    layer_id = excluded.layer_id
-WHERE (excluded.layer_received_at, excluded.layer_id)
-      >= (records.layer_received_at, records.layer_id)"""
-
-_RECORD_VALUES = attrgetter(
-    "section", "identity", "start", "end", "utc_offset", "name", "source", "body"
-)
-
-_RECORD_COLUMNS = (
-    'account_id, section, identity, start, "end", utc_offset, name, source, body,'
-    " layer_received_at, layer_id"
-)
-
-_SERIES_KEY = "account_id = ? AND section = ? AND identity = ? AND series = ?"
-
-_SERIES_LAYER = f"SELECT layer_received_at, layer_id FROM record_series WHERE {_SERIES_KEY}"
-
-_DELETE_SERIES_ITEMS = f"DELETE FROM record_items WHERE {_SERIES_KEY}"
-
-_INSERT_ITEM = """
-INSERT INTO record_items (account_id, section, identity, series, seq, t, qty, lat, lon, alt,
-                          unit, extra)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-
-_UPSERT_SERIES = """
-INSERT INTO record_series (account_id, section, identity, series, layer_received_at, layer_id)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (account_id, section, identity, series) DO UPDATE SET
-    layer_received_at = excluded.layer_received_at,
-    layer_id = excluded.layer_id"""
-
-_ITEM_VALUES = attrgetter("seq", "t", "qty", "lat", "lon", "alt", "unit", "extra")
-
-_ITEM_COLUMNS = "series, seq, t, qty, lat, lon, alt, unit, extra"
-
 _RECORD_MIGRATION = "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)"
-
-
-# --- times at the edge ---------------------------------------------------------------------
-
-
-def to_text(at: datetime) -> str:
-    """Fixed-width UTC text, so text order is time order (year 1 included)."""
-    if at.tzinfo is None:
-        raise ValueError("the journal stores aware datetimes only")
-    u = at.astimezone(UTC)
-    # by hand: strftime("%Y") gives "1", not "0001", for the zero cursor's year
-    return (
-        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T"
-        f"{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}Z"
-    )
-
-
-def from_text(text: str) -> datetime:
-    return datetime.fromisoformat(text)
 
 
 # --- errors at the edge --------------------------------------------------------------------
@@ -295,7 +185,7 @@ def _statements(script: str) -> Iterator[str]:
 # --- the adapter ---------------------------------------------------------------------------
 
 
-class SqliteJournal:
+class SqliteJournal(SqliteReads):
     def __init__(self, path: str, *, busy_timeout_ms: int = 5000, retries: int = 5) -> None:
         if not path or path == ":memory:" or path.startswith("file:"):
             # every pooled connection must see the same database: a file path only
@@ -380,15 +270,7 @@ class SqliteJournal:
             conn.execute(migrations.SCHEMA_MIGRATIONS_DDL)
             return migrations.run(_MigrationSession(conn), known, target=target)
 
-        applied = self._write(work)
-        if applied:
-            log.event(
-                logger,
-                logging.INFO,
-                "journal.migrated",
-                backend=BACKEND,
-                versions=[m.version for m in applied],
-            )
+        migrations.log_applied(BACKEND, self._write(work))
 
     def close(self) -> None:
         self._pool.close()
@@ -451,13 +333,14 @@ class SqliteJournal:
         return self._one_account("id = ?", account_id)
 
     def _one_account(self, where: str, value: str) -> Account | None:
-        sql = f"SELECT id, name, created_at, time_zone FROM accounts WHERE {where}"
+        sql = f"SELECT {rows.ACCOUNT_COLUMNS} FROM accounts WHERE {where}"
         row = self._read(lambda conn: conn.execute(sql, (value,)).fetchone())
-        return None if row is None else _account(row)
+        return None if row is None else rows.account(row, showcase.DIALECT)
 
     def accounts(self) -> list[Account]:
-        sql = "SELECT id, name, created_at, time_zone FROM accounts ORDER BY name"
-        return [_account(row) for row in self._read(lambda conn: conn.execute(sql).fetchall())]
+        sql = f"SELECT {rows.ACCOUNT_COLUMNS} FROM accounts ORDER BY name"
+        found = self._read(lambda conn: conn.execute(sql).fetchall())
+        return [rows.account(row, showcase.DIALECT) for row in found]
 
     def set_time_zone(self, account_id: str, time_zone: str) -> None:
         def work(conn: sqlite3.Connection) -> None:
@@ -498,27 +381,27 @@ class SqliteJournal:
         if limit < 1:
             raise ValueError("limit must be positive")
         params = (to_text(after.received_at), after.id, limit)
-        rows = self._read(lambda conn: conn.execute(PENDING_PAGE, params).fetchall())
-        return [Cursor(from_text(at), delivery_id) for at, delivery_id in rows]
+        page = self._read(lambda conn: conn.execute(PENDING_PAGE, params).fetchall())
+        return [Cursor(from_text(at), delivery_id) for at, delivery_id in page]
 
     def count_pending(self) -> int:
         count: int = self._read(lambda conn: conn.execute(COUNT_PENDING).fetchone()[0])
         return count
 
     def get_delivery(self, delivery_id: str) -> Delivery | None:
-        sql = f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE id = ?"
+        sql = f"SELECT {rows.DELIVERY_COLUMNS} FROM deliveries WHERE id = ?"
         row = self._read(lambda conn: conn.execute(sql, (delivery_id,)).fetchone())
-        return None if row is None else _delivery(row)
+        return None if row is None else rows.delivery(row, showcase.DIALECT)
 
     def begin_attempt(self, delivery_id: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
-            rows = conn.execute(
+            counted = conn.execute(
                 "UPDATE deliveries SET attempts = attempts + 1 WHERE id = ? RETURNING attempts",
                 (delivery_id,),
             ).fetchall()  # all: the statement must be finished before COMMIT
-            if not rows:
+            if not counted:
                 raise errors.Conflict("the delivery is not in the journal")
-            attempts: int = rows[0][0]
+            attempts: int = counted[0][0]
             return attempts
 
         return self._write(work)
@@ -555,11 +438,8 @@ class SqliteJournal:
                 raise errors.Conflict(
                     f"the delivery is {row[0]}, not {expected.value}; outcome not written"
                 )
-            if points:
-                layer = (row[1], row[2], delivery_id)  # account, then the layer's version
-                conn.executemany(_UPSERT_POINT, (_POINT_VALUES(p) + layer for p in points))
-            if records:
-                _write_records(conn, row[1], (row[2], delivery_id), records)
+            # account, then the layer's version
+            showcase.write(conn, (row[1], row[2], delivery_id), points, records)
             conn.execute(
                 "UPDATE deliveries SET status = ?, uncovered = ?, failure = ?, points = ?,"
                 " attempts = 0, folded_at = ? WHERE id = ?",
@@ -575,261 +455,18 @@ class SqliteJournal:
 
         self._write(work)
 
-    # --- reading ----------------------------------------------------------------------------
+    # --- reading: the port's reads are SqliteReads (sqlite_showcase.py) ---------------------
 
-    def deliveries(
-        self,
-        *,
-        status: ParseStatus | None = None,
-        uncovered_key: str | None = None,
-        account_id: str | None = None,
-        limit: int | None = None,
-        newest_first: bool = False,
-    ) -> list[Delivery]:
-        where: list[str] = []
-        params: list[object] = []
-        if status is not None:
-            where.append("status = ?")
-            params.append(status.value)
-        if account_id is not None:
-            where.append("account_id = ?")
-            params.append(account_id)
-        if uncovered_key is not None:
-            where.append("EXISTS (SELECT 1 FROM json_each(deliveries.uncovered) WHERE value = ?)")
-            params.append(uncovered_key)
-        order = "DESC" if newest_first else "ASC"
-        sql = (
-            f"SELECT {_DELIVERY_COLUMNS} FROM deliveries{_where(where)}"
-            f" ORDER BY received_at {order}, id {order}"
-        )
-        if limit is not None:
-            if limit < 0:
-                raise ValueError("limit must not be negative")
-            sql += " LIMIT ?"
-            params.append(limit)
-        rows = self._read(lambda conn: conn.execute(sql, params).fetchall())
-        return [_delivery(row) for row in rows]
-
-    def summary(self, account_id: str | None = None) -> Summary:
-        # the same account filter, as a whole WHERE and as one more condition
-        where, also = "", ""
-        params: tuple[str, ...] = ()
-        if account_id is not None:
-            where, also, params = " WHERE account_id = ?", " AND account_id = ?", (account_id,)
-
-        def work(conn: sqlite3.Connection) -> Summary:
-            counts = {s.value: 0 for s in ParseStatus}
-            counts.update(
-                conn.execute(
-                    f"SELECT status, count(*) FROM deliveries{where} GROUP BY status", params
-                ).fetchall()
-            )
-            oldest = conn.execute(
-                f"SELECT min(received_at) FROM deliveries WHERE status = 'pending'{also}", params
-            ).fetchone()[0]
-            last = conn.execute(
-                f"SELECT max(received_at) FROM deliveries{where}", params
-            ).fetchone()[0]
-            uncovered = conn.execute(
-                # DISTINCT: a list that names a key twice still counts one delivery
-                "SELECT item.value, count(DISTINCT deliveries.id)"
-                " FROM deliveries, json_each(deliveries.uncovered) AS item"
-                f" WHERE deliveries.uncovered <> '[]'{also} GROUP BY item.value",
-                params,
-            ).fetchall()
-            points = conn.execute(f"SELECT count(*) FROM points{where}", params).fetchone()[0]
-            by_section = conn.execute(
-                f"SELECT section, count(*) FROM records{where} GROUP BY section", params
-            ).fetchall()
-            return Summary(
-                counts=counts,
-                oldest_pending=None if oldest is None else from_text(oldest),
-                last_delivery=None if last is None else from_text(last),
-                uncovered=dict(uncovered),
-                points=points,
-                records=dict(by_section),
-            )
-
-        return self._read(work)
-
-    def export_points(
-        self,
-        *,
-        account_id: str | None = None,
-        metric: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
-    ) -> Iterator[StoredPoint]:
-        where: list[str] = []
-        params: list[object] = []
-        for clause, value in (
-            ("account_id = ?", account_id),
-            ("metric = ?", metric),
-            ("start >= ?", start_from),
-            ("start < ?", start_to),
-        ):
-            if value is not None:
-                where.append(clause)
-                params.append(value)
-        sql = (
-            f"SELECT {_POINT_COLUMNS} FROM points{_where(where)}"
-            " ORDER BY account_id, metric, start, field, source"
-        )
-        return self._stream(sql, params)
-
-    def export_records(
-        self,
-        *,
-        account_id: str | None = None,
-        section: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
-    ) -> Iterator[StoredRecord]:
-        where: list[str] = []
-        params: list[object] = []
-        for clause, value in (
-            ("account_id = ?", account_id),
-            ("section = ?", section),
-            ("start >= ?", start_from),
-            ("start < ?", start_to),
-        ):
-            if value is not None:
-                where.append(clause)
-                params.append(value)
-        sql = (
-            f"SELECT {_RECORD_COLUMNS} FROM records{_where(where)}"
-            " ORDER BY account_id, section, start, identity"
-        )
-        items_sql = (
-            f"SELECT {_ITEM_COLUMNS} FROM record_items"
-            " WHERE account_id = ? AND section = ? AND identity = ? ORDER BY series, seq"
-        )
-        try:
-            with self._pool.connection() as conn:
-                cursor = conn.execute(sql, params)
-                try:
-                    while rows := cursor.fetchmany(_FETCH):
-                        for row in rows:
-                            items = tuple(
-                                Item(*r) for r in conn.execute(items_sql, row[:3]).fetchall()
-                            )
-                            yield StoredRecord(row[0], _record(row, items), row[10])
-                finally:
-                    cursor.close()
-        except sqlite3.Error as exc:
-            raise _translate(exc) from exc
-        except OSError as exc:
-            raise errors.JournalUnavailable(f"the journal's folder failed ({exc})") from exc
-
-    def _stream(self, sql: str, params: Sequence[object]) -> Iterator[StoredPoint]:
+    def _stream(self, read: Callable[[sqlite3.Connection], Iterator[T]]) -> Iterator[T]:
+        """Yield what ``read`` yields from a pooled connection, outside a transaction."""
         # one statement is its own read snapshot; no retries once rows have been yielded
         try:
             with self._pool.connection() as conn:
-                cursor = conn.execute(sql, params)
-                try:
-                    while rows := cursor.fetchmany(_FETCH):
-                        for row in rows:
-                            yield StoredPoint(row[0], Point(*row[1:11]), row[12])
-                finally:
-                    cursor.close()
+                yield from read(conn)
         except sqlite3.Error as exc:
             raise _translate(exc) from exc
         except OSError as exc:
             raise errors.JournalUnavailable(f"the journal's folder failed ({exc})") from exc
-
-    def fingerprint(self, account_id: str | None = None) -> str:
-        where = ""
-        params: tuple[str, ...] = ()
-        if account_id is not None:
-            where, params = " WHERE account_id = ?", (account_id,)
-        sql = (
-            f"SELECT {_POINT_COLUMNS} FROM points{where}"
-            " ORDER BY account_id, metric, start, field, source"
-        )
-
-        # records after points, so a showcase of points alone keeps its old fingerprint
-        tables = [
-            (sql, params),
-            (f"SELECT {_RECORD_COLUMNS} FROM records{where} ORDER BY account_id, section, identity",
-             params),
-            (f"SELECT * FROM record_series{where} ORDER BY account_id, section, identity, series",
-             params),
-            (f"SELECT account_id, section, identity, {_ITEM_COLUMNS} FROM record_items{where}"
-             " ORDER BY account_id, section, identity, series, seq", params),
-        ]  # fmt: skip
-
-        def work(conn: sqlite3.Connection) -> str:
-            digest = hashlib.sha256()
-            for number, (query, values) in enumerate(tables):
-                # rows of the later tables carry their table's number: no row of one
-                # table can read as a row of another, and empty tables add nothing
-                tag = f"{number}:".encode() if number else b""
-                for row in conn.execute(query, values):
-                    digest.update(tag)
-                    # repr of a tuple of str/int/float/None is canonical and unambiguous
-                    # (strings quoted and escaped, floats shortest round-trip)
-                    digest.update(repr(row).encode())
-                    digest.update(b"\n")
-            return digest.hexdigest()
-
-        return self._read(work)
-
-
-def _write_records(
-    conn: sqlite3.Connection, account_id: str, layer: tuple[str, str], records: Sequence[Record]
-) -> None:
-    """Upsert each record under the layer guard; replace each series it carries if newer.
-
-    A series the record does not carry (absent, null or empty) is left as it is: it is
-    inherited from the older layer that carried it (SPEC §5).
-    """
-    tail = (account_id, *layer)
-    conn.executemany(_UPSERT_RECORD, (_RECORD_VALUES(r) + tail for r in records))
-    for record in records:
-        by_series: dict[str, list[Item]] = {}
-        for item in record.items:
-            by_series.setdefault(item.series, []).append(item)
-        for series, items in by_series.items():
-            key = (account_id, record.section, record.identity, series)
-            stored = conn.execute(_SERIES_LAYER, key).fetchone()
-            if stored is not None and layer < tuple(stored):
-                continue  # a newer layer carried this series: an older one changes nothing
-            conn.execute(_DELETE_SERIES_ITEMS, key)
-            conn.executemany(_INSERT_ITEM, (key + _ITEM_VALUES(i) for i in items))
-            conn.execute(_UPSERT_SERIES, key + layer)
-
-
-def _record(row: tuple[Any, ...], items: tuple[Item, ...]) -> Record:
-    section, identity, start, end, utc_offset, name, source, body = row[1:9]
-    return Record(section, identity, start, end, utc_offset, name, source, body, items)
-
-
-def _where(clauses: list[str]) -> str:
-    return " WHERE " + " AND ".join(clauses) if clauses else ""
-
-
-def _account(row: tuple[Any, ...]) -> Account:
-    return Account(id=row[0], name=row[1], created_at=from_text(row[2]), time_zone=row[3])
-
-
-def _delivery(row: tuple[Any, ...]) -> Delivery:
-    (id_, account_id, received_at, archive_key, size, content_type, status, uncovered) = row[:8]
-    points, attempts, failure, folded_at, headers = row[8:]
-    return Delivery(
-        id=id_,
-        account_id=account_id,
-        received_at=from_text(received_at),
-        archive_key=archive_key,
-        size=size,
-        content_type=content_type,
-        status=ParseStatus(status),
-        uncovered=tuple(orjson.loads(uncovered)),
-        points=points,
-        attempts=attempts,
-        failure=failure,
-        folded_at=None if folded_at is None else from_text(folded_at),
-        headers=tuple((name, value) for name, value in orjson.loads(headers)),
-    )
 
 
 def _conforms(journal: SqliteJournal) -> Journal:
