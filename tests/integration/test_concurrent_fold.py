@@ -171,6 +171,8 @@ def test_overlapping_passes_and_a_replay_fold_each_delivery_exactly_once(
 
         return work
 
+    handover = threading.Event()  # never set: a pause that does not depend on the work
+
     def drained(journal: Journal) -> bool:
         return ingested.is_set() and journal.count_pending() == 0
 
@@ -181,7 +183,11 @@ def test_overlapping_passes_and_a_replay_fold_each_delivery_exactly_once(
                 # a short budget, as a Lambda near its end has: passes hand over often
                 if service.run(wait_s=wait_s, budget_s=0.05) is None:
                     refused[threading.current_thread().name] += 1
-                ingested.wait(0.01)  # let the others at the lock
+                # hand the lock over before taking it again, as a separate process
+                # would: ``ingested`` is set once the inserts end, so waiting on it no
+                # longer pauses, and SQLite's flock is polled, so the releasing thread
+                # could otherwise win every time and fold alone
+                handover.wait(0.01)
 
         return work
 
