@@ -19,7 +19,7 @@ from healthlog import ids, log
 from healthlog.config import Settings
 from healthlog.errors import HealthlogError
 from healthlog.journal.port import Journal, StoredPoint
-from healthlog.model import Delivery, ParseStatus
+from healthlog.model import Account, Delivery, ParseStatus
 
 STATUSES = [s.value for s in ParseStatus]
 
@@ -62,6 +62,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.add_argument("zone", help="IANA name, e.g. Europe/Berlin")
     p.set_defaults(run=cmd_account_set_tz)
+    p = account.add_parser(
+        "rotate", help="give the account a new token, printed once; the old one stops working"
+    )
+    p.add_argument("name")
+    _json_flag(p)
+    p.set_defaults(run=cmd_account_rotate)
+    p = account.add_parser(
+        "export",
+        help="every account as JSON lines (id, name, created_at, token_hash, time_zone), "
+        "for `account import` into another journal",
+        description="Write every account as JSON lines, for `healthlog account import` into "
+        "another journal. A token hash is the SHA-256 of a 256-bit random token and cannot "
+        "be turned back into it, so the file lets no one send deliveries; keep it private "
+        "all the same: whoever holds it can tell whether a token they come across belongs "
+        "to one of these accounts.",
+    )
+    p.add_argument("--output", "-o", help="file to write, its owner's only (default: stdout)")
+    p.set_defaults(run=cmd_account_export)
+    p = account.add_parser(
+        "import",
+        help="add the accounts of an `account export` file with their ids and token hashes",
+        description="Add the accounts of an `account export` file to this journal with the "
+        "same ids, token hashes, creation times and time zones, so the archive's keys and "
+        "the phones' tokens keep working. An account already here with the same id, name "
+        "and token hash is skipped; any other clash imports nothing.",
+    )
+    p.add_argument("file", help="the export file (-: read it from stdin)")
+    _json_flag(p)
+    p.set_defaults(run=cmd_account_import)
 
     p = sub.add_parser("fold", help="run one fold pass now and print the outcome counts")
     _json_flag(p)
@@ -251,6 +280,151 @@ def cmd_account_set_tz(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         journal.close()
     print(f"{args.name}: times without an offset are read in {args.zone}")
+    return 0
+
+
+def cmd_account_rotate(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import tokens
+
+    journal = _journal(settings)
+    try:
+        account_id = _account_id(journal, args.name)
+        assert account_id is not None
+        token = tokens.new_token()
+        journal.set_token_hash(account_id, tokens.hash_token(token))
+    finally:
+        journal.close()
+    data = {"id": account_id, "name": args.name, "token": token}
+    _emit(
+        args,
+        data,
+        f"account {args.name} has a new token; the old one no longer works\n"
+        f"header for the HAE automation:\n  Authorization: Bearer {token}\n"
+        "(shown only now: it is stored hashed)",
+    )
+    return 0
+
+
+ACCOUNT_EXPORT_FIELDS = ("id", "name", "created_at", "token_hash", "time_zone")
+
+
+def cmd_account_export(args: argparse.Namespace, settings: Settings) -> int:
+    import os
+
+    journal = _journal(settings)
+    try:
+        lines = []
+        for account in journal.accounts():
+            token_hash = journal.token_hash(account.id)
+            if token_hash is None:  # removed since the listing
+                continue
+            row = {
+                "id": account.id,
+                "name": account.name,
+                "created_at": account.created_at.isoformat(),
+                "token_hash": token_hash,
+                "time_zone": account.time_zone,
+            }
+            lines.append(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        journal.close()
+    if not args.output:
+        sys.stdout.writelines(lines)
+        return 0
+    # the hashes stay private: a new file is its owner's only
+    fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding="utf-8") as out:
+        out.writelines(lines)
+    return 0
+
+
+def _read_account_lines(source: IO[str], where: str) -> list[tuple[Account, str]]:
+    """The accounts of an export file with their token hashes; HealthlogError if malformed."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    found = []
+    for number, line in enumerate(source, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            values = [row[k] for k in ACCOUNT_EXPORT_FIELDS]
+            if not all(isinstance(v, str) and v for v in values):
+                raise ValueError("every field is a non-empty string")
+            created_at = datetime.fromisoformat(row["created_at"])
+            if created_at.tzinfo is None:
+                raise ValueError("created_at has no UTC offset")
+            ZoneInfo(row["time_zone"])
+        except (ValueError, KeyError, TypeError, ZoneInfoNotFoundError) as exc:
+            detail = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise HealthlogError(f"{where}, line {number}: not an account ({detail})") from None
+        account = Account(row["id"], row["name"], created_at, row["time_zone"])
+        found.append((account, row["token_hash"]))
+    return found
+
+
+def _import_conflicts(journal: Journal, wanted: list[tuple[Account, str]]) -> list[str]:
+    """Why each account of ``wanted`` cannot be imported as it is (empty: all can)."""
+    problems = []
+    by_name = {a.name: a for a in journal.accounts()}
+    ids_seen: set[str] = set()
+    names_seen: set[str] = set()
+    hashes_seen: set[str] = set()
+    for account, token_hash in wanted:
+        label = f"account {account.name!r} ({account.id})"
+        if account.id in ids_seen or account.name in names_seen or token_hash in hashes_seen:
+            problems.append(f"{label}: its id, name or token hash is in the file twice")
+        ids_seen.add(account.id)
+        names_seen.add(account.name)
+        hashes_seen.add(token_hash)
+        here = journal.get_account(account.id)
+        if here is not None:
+            if here.name != account.name:
+                problems.append(f"{label}: this id is the account {here.name!r} here")
+            elif journal.token_hash(account.id) != token_hash:
+                problems.append(f"{label}: the account here has another token")
+            continue
+        named = by_name.get(account.name)
+        if named is not None:
+            problems.append(f"{label}: the name is taken here by the account {named.id}")
+        holder = journal.account_by_token_hash(token_hash)
+        if holder is not None:
+            problems.append(f"{label}: the account {holder.name!r} here has this token")
+    return problems
+
+
+def cmd_account_import(args: argparse.Namespace, settings: Settings) -> int:
+    if args.file == "-":
+        wanted = _read_account_lines(sys.stdin, "stdin")
+    else:
+        try:
+            with open(args.file, encoding="utf-8") as source:
+                wanted = _read_account_lines(source, args.file)
+        except OSError as exc:
+            raise HealthlogError(f"cannot read {args.file} ({exc.strerror})") from None
+    journal = _journal(settings)
+    try:
+        problems = _import_conflicts(journal, wanted)
+        if problems:
+            raise HealthlogError(
+                "nothing imported, the accounts clash with this journal's:\n  "
+                + "\n  ".join(problems)
+            )
+        imported = skipped = 0
+        for account, token_hash in wanted:
+            if journal.get_account(account.id) is not None:
+                skipped += 1
+                continue
+            journal.add_account(
+                account.name, token_hash, account_id=account.id, created_at=account.created_at
+            )
+            if account.time_zone != "UTC":
+                journal.set_time_zone(account.id, account.time_zone)
+            imported += 1
+    finally:
+        journal.close()
+    data = {"imported": imported, "skipped": skipped}
+    _emit(args, data, f"accounts imported: {imported}; already here: {skipped}")
     return 0
 
 

@@ -753,3 +753,32 @@ def test_an_account_time_zone_defaults_to_utc_and_can_be_set(journal: Journal) -
     assert stored is not None and stored.time_zone == "Europe/Berlin"
     with pytest.raises(HealthlogError):
         journal.set_time_zone("no-such-account", "UTC")
+
+
+def test_a_new_token_hash_replaces_the_old_one_at_once(journal: Journal) -> None:
+    alice = journal.add_account("alice", "hash-a")
+    journal.add_account("bob", "hash-b")
+
+    journal.set_token_hash(alice.id, "hash-a2")
+
+    assert journal.account_by_token_hash("hash-a") is None
+    assert journal.account_by_token_hash("hash-a2") == alice
+    assert journal.token_hash(alice.id) == "hash-a2"
+    assert journal.token_hash("nobody") is None
+    with pytest.raises(HealthlogError):
+        journal.set_token_hash("nobody", "hash-c")
+    with pytest.raises(HealthlogError, match="token"):
+        journal.set_token_hash(alice.id, "hash-b")  # bob's
+    assert journal.token_hash(alice.id) == "hash-a2"
+
+
+def test_an_account_can_be_added_with_its_id_and_creation_time(journal: Journal) -> None:
+    created = T0 - timedelta(days=400, microseconds=1)
+    moved = journal.add_account("alice", "hash-a", account_id="acct-1", created_at=created)
+
+    assert (moved.id, moved.created_at) == ("acct-1", created)
+    assert journal.get_account("acct-1") == moved
+    assert journal.account_by_token_hash("hash-a") == moved
+    with pytest.raises(HealthlogError, match="this id"):
+        journal.add_account("bob", "hash-b", account_id="acct-1")
+    assert [a.name for a in journal.accounts()] == ["alice"]

@@ -5,9 +5,9 @@ deliveries through ingest and folds them. Then, step by step as in the docs:
 
 1. ``aws s3 sync var/archive s3://BUCKET --exclude ".tmp/*"`` (here: the same upload,
    done with boto3 against moto's S3 server);
-2. the accounts table is copied with its ids and token hashes (the archive's keys carry
-   the account id, and the phone keeps its token): with the ``sqlite3 | psql \\copy``
-   pipeline of the docs for PostgreSQL, with SQL for a SQLite journal;
+2. ``healthlog account export`` / ``account import`` move the accounts with their ids
+   and token hashes (the archive's keys carry the account id, and the phone keeps its
+   token);
 3. ``healthlog reconcile`` with the cloud settings exported journals every body;
 4. the cloud's fold function (its Lambda handler, on a scheduled event) folds them.
 
@@ -21,9 +21,6 @@ import importlib.util
 import io
 import json
 import logging
-import shutil
-import sqlite3
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,33 +98,19 @@ def s3_sync(folder: Path, s3: S3Client, bucket: str) -> int:
     return sent
 
 
-def copy_accounts(db: Path, journal_url: str) -> None:
-    """docs/deploy.md's copy of the accounts table, ids and token hashes included."""
-    select = "SELECT id, name, token_hash, created_at FROM accounts"
-    if journal_url.startswith("sqlite:///"):
-        with sqlite3.connect(db) as source:
-            rows = source.execute(select).fetchall()
-        target = sqlite3.connect(journal_url.removeprefix("sqlite:///"))
-        with target:
-            target.executemany(
-                "INSERT INTO accounts (id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
-                rows,
-            )
-        target.close()
-        return
-    if shutil.which("sqlite3") is None or shutil.which("psql") is None:
-        pytest.skip("the documented copy needs the sqlite3 and psql commands")
-    # the pipeline of docs/deploy.md, as a user runs it
-    copy = r"\copy accounts (id, name, token_hash, created_at) FROM pstdin WITH (FORMAT csv)"
-    dump = subprocess.run(
-        ["sqlite3", "-csv", str(db), select], check=True, capture_output=True
-    ).stdout
-    subprocess.run(
-        ["psql", journal_url, "-v", "ON_ERROR_STOP=1", "-q", "-c", copy],
-        input=dump,
-        check=True,
-        capture_output=True,
-    )
+def copy_accounts(db: Path, journal_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/deploy.md's move of the accounts: ``account export``, then ``account import``."""
+    exported = db.with_name("accounts.jsonl")
+    healthlog_logger = logging.getLogger("healthlog")
+    saved = (list(healthlog_logger.handlers), healthlog_logger.level)
+    try:
+        with monkeypatch.context() as env:
+            env.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{db}")
+            assert cli.main(["account", "export", "--output", str(exported)]) == 0
+            env.setenv("HEALTHLOG_JOURNAL_URL", journal_url)
+            assert cli.main(["account", "import", str(exported)]) == 0
+    finally:
+        healthlog_logger.handlers[:], healthlog_logger.level = saved
 
 
 def statuses(journal: Journal) -> dict[str, tuple[str, tuple[str, ...], int]]:
@@ -157,8 +140,11 @@ def test_an_embedded_install_moved_to_the_cloud_folds_to_the_same_showcase(
     # 2. the accounts, into the journal the stack's first cold start migrated
     cloud = wiring.open_journal(Settings(journal_url=cloud_journal_url))
     cloud.migrate()
-    copy_accounts(var / "healthlog.db", cloud_journal_url)
+    copy_accounts(var / "healthlog.db", cloud_journal_url, monkeypatch)
     assert cloud.accounts() == embedded.accounts()
+    assert {cloud.token_hash(a.id) for a in cloud.accounts()} == {
+        embedded.token_hash(a.id) for a in embedded.accounts()
+    }
 
     # 3. healthlog reconcile, with the cloud settings exported
     for name, value in {

@@ -135,3 +135,85 @@ def test_reconcile_journals_a_body_archived_without_its_row(env: Path, capsys: A
 def test_an_unknown_account_is_a_clear_error(env: Path, capsys: Any) -> None:
     assert cli.main(["status", "--account", "nobody"]) == 2
     assert "no account named" in capsys.readouterr().err
+
+
+def test_account_rotate_gives_a_new_token_and_the_old_one_stops_working(
+    env: Path, capsys: Any
+) -> None:
+    old = run(capsys, "account", "add", "bob", "--json")
+    new = run(capsys, "account", "rotate", "bob", "--json")
+    assert new["id"] == old["id"] and new["token"] != old["token"]
+    journal = SqliteJournal(str(env / "journal.db"))
+    assert journal.account_by_token_hash(tokens.hash_token(old["token"])) is None
+    found = journal.account_by_token_hash(tokens.hash_token(new["token"]))
+    assert found is not None and found.id == old["id"]
+    journal.close()
+    assert cli.main(["account", "rotate", "nobody"]) == 2
+
+
+def accounts_of(db: Path) -> list[tuple[Any, ...]]:
+    journal = SqliteJournal(str(db))
+    journal.migrate()
+    found = [(a, journal.token_hash(a.id)) for a in journal.accounts()]
+    journal.close()
+    return found
+
+
+def test_account_export_then_import_moves_the_accounts_whole_and_again_skips_them(
+    env: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(capsys, "account", "add", "alice")
+    run(capsys, "account", "add", "bob")
+    run(capsys, "account", "set-tz", "bob", "Europe/Berlin")
+    exported = env / "accounts.jsonl"
+    run(capsys, "account", "export", "--output", str(exported))
+    assert exported.stat().st_mode & 0o077 == 0
+    lines = [json.loads(x) for x in exported.read_text().splitlines()]
+    assert [sorted(x) for x in lines] == [sorted(cli.ACCOUNT_EXPORT_FIELDS)] * 2
+    assert run(capsys, "account", "export") == exported.read_text()  # stdout alike
+
+    monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{env}/other.db")
+    assert run(capsys, "account", "import", str(exported), "--json") == {
+        "imported": 2,
+        "skipped": 0,
+    }
+    moved = accounts_of(env / "other.db")
+    assert moved == accounts_of(env / "journal.db")
+    assert moved[1][0].time_zone == "Europe/Berlin"
+    monkeypatch.setattr("sys.stdin", io.StringIO(exported.read_text()))
+    assert run(capsys, "account", "import", "-", "--json") == {"imported": 0, "skipped": 2}
+    assert accounts_of(env / "other.db") == moved
+
+
+@pytest.mark.parametrize(
+    "clash",
+    ["same id, another name", "same id, another token", "name of another id", "token taken"],
+)
+def test_an_account_import_that_clashes_imports_nothing(
+    env: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch, clash: str
+) -> None:
+    run(capsys, "account", "add", "alice")
+    run(capsys, "account", "add", "bob")
+    exported = env / "accounts.jsonl"
+    run(capsys, "account", "export", "--output", str(exported))
+    alice, bob = (json.loads(x) for x in exported.read_text().splitlines())
+    carol = {**alice, "id": "carol-id", "name": "carol", "token_hash": "c" * 64}
+    changed = {
+        "same id, another name": {**bob, "name": "robert"},
+        "same id, another token": {**bob, "token_hash": "b" * 64},
+        "name of another id": {**bob, "id": "other-id", "token_hash": "b" * 64},
+        "token taken": {**bob, "id": "other-id", "name": "robert"},
+    }[clash]
+    exported.write_text("".join(json.dumps(x) + "\n" for x in (carol, alice, changed)))
+    before = accounts_of(env / "journal.db")
+
+    assert cli.main(["account", "import", str(exported)]) == 2
+    assert "nothing imported" in capsys.readouterr().err
+    assert accounts_of(env / "journal.db") == before
+
+
+def test_an_account_import_of_a_malformed_line_says_where(env: Path, capsys: Any) -> None:
+    bad = env / "accounts.jsonl"
+    bad.write_text('{"id": "x", "name": "x"}\n')
+    assert cli.main(["account", "import", str(bad)]) == 2
+    assert "line 1: not an account" in capsys.readouterr().err

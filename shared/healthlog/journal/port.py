@@ -74,8 +74,28 @@ class Journal(Protocol):
     def close(self) -> None: ...
 
     # --- accounts -------------------------------------------------------------------
-    def add_account(self, name: str, token_hash: str) -> Account:
-        """Raises HealthlogError if the name is taken."""
+    def add_account(
+        self,
+        name: str,
+        token_hash: str,
+        *,
+        account_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> Account:
+        """Raises HealthlogError if the name, the token hash or the id is taken.
+
+        A new account gets a fresh id and the current time; ``account_id`` and
+        ``created_at`` (aware) keep those of an account moved from another journal.
+        """
+
+    def set_token_hash(self, account_id: str, token_hash: str) -> None:
+        """Replace the account's token hash: the old token stops finding it at once.
+
+        Raises HealthlogError if there is no such account or another holds this hash.
+        """
+
+    def token_hash(self, account_id: str) -> str | None:
+        """The account's stored token hash (None if there is no such account)."""
 
     def account_by_token_hash(self, token_hash: str) -> Account | None: ...
 

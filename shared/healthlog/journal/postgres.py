@@ -37,6 +37,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TypeVar
 
 import orjson
@@ -144,6 +145,10 @@ def _translate(exc: psycopg.Error) -> errors.HealthlogError:
         # the data or the statement is wrong, not the database: retrying will not help
         return errors.HealthlogError(f"the journal refused the statement ({what})")
     return errors.JournalUnavailable(f"the journal failed ({what})")
+
+
+# the unique constraints of ``accounts``, by the column a duplicate collides with
+_TAKEN = {"accounts_pkey": "id", "accounts_name_key": "name", "accounts_token_hash_key": "token"}
 
 
 # --- migrations ----------------------------------------------------------------------------
@@ -312,8 +317,19 @@ class PostgresJournal(PostgresReads):
 
     # --- accounts ---------------------------------------------------------------------------
 
-    def add_account(self, name: str, token_hash: str) -> Account:
-        account = Account(id=str(uuid.uuid4()), name=name, created_at=ids.now())
+    def add_account(
+        self,
+        name: str,
+        token_hash: str,
+        *,
+        account_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> Account:
+        account = Account(
+            id=str(uuid.uuid4()) if account_id is None else account_id,
+            name=name,
+            created_at=ids.now() if created_at is None else created_at,
+        )
 
         def work(conn: Conn) -> None:
             try:
@@ -323,11 +339,29 @@ class PostgresJournal(PostgresReads):
                     (account.id, name, token_hash, account.created_at),
                 )
             except pg_errors.UniqueViolation as exc:
-                taken = "name" if exc.diag.constraint_name == "accounts_name_key" else "token"
+                taken = _TAKEN.get(exc.diag.constraint_name or "", "token")
                 raise errors.HealthlogError(f"an account with this {taken} exists") from exc
 
         self._transaction(work)
         return account
+
+    def set_token_hash(self, account_id: str, token_hash: str) -> None:
+        def work(conn: Conn) -> None:
+            try:
+                changed = conn.execute(
+                    "UPDATE accounts SET token_hash = %s WHERE id = %s", (token_hash, account_id)
+                ).rowcount
+            except pg_errors.UniqueViolation as exc:
+                raise errors.HealthlogError("an account with this token exists") from exc
+            if changed != 1:
+                raise errors.HealthlogError("no such account")
+
+        self._transaction(work)
+
+    def token_hash(self, account_id: str) -> str | None:
+        sql = "SELECT token_hash FROM accounts WHERE id = %s"
+        row = self._transaction(lambda conn: conn.execute(sql, (account_id,)).fetchone())
+        return None if row is None else str(row[0])
 
     def account_by_token_hash(self, token_hash: str) -> Account | None:
         return self._one_account("token_hash = %s", token_hash)

@@ -33,6 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from datetime import datetime
 from typing import TypeVar
 
 import orjson
@@ -106,6 +107,12 @@ def _translate(exc: sqlite3.Error) -> errors.HealthlogError:
         # the data or the statement is wrong, not the database: retrying will not help
         return errors.HealthlogError(f"the journal refused the statement ({name}: {exc})")
     return errors.JournalUnavailable(f"the journal failed ({name}: {exc})")
+
+
+def _taken(exc: sqlite3.IntegrityError) -> str:
+    """Which unique column of ``accounts`` an insert collided with."""
+    text = str(exc)
+    return "name" if "accounts.name" in text else "id" if "accounts.id" in text else "token"
 
 
 # --- connections -----------------------------------------------------------------------------
@@ -310,8 +317,19 @@ class SqliteJournal(SqliteReads):
 
     # --- accounts ---------------------------------------------------------------------------
 
-    def add_account(self, name: str, token_hash: str) -> Account:
-        account = Account(id=str(uuid.uuid4()), name=name, created_at=ids.now())
+    def add_account(
+        self,
+        name: str,
+        token_hash: str,
+        *,
+        account_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> Account:
+        account = Account(
+            id=str(uuid.uuid4()) if account_id is None else account_id,
+            name=name,
+            created_at=ids.now() if created_at is None else created_at,
+        )
 
         def work(conn: sqlite3.Connection) -> None:
             try:
@@ -320,11 +338,28 @@ class SqliteJournal(SqliteReads):
                     (account.id, name, token_hash, to_text(account.created_at)),
                 )
             except sqlite3.IntegrityError as exc:
-                taken = "name" if "accounts.name" in str(exc) else "token"
-                raise errors.HealthlogError(f"an account with this {taken} exists") from exc
+                raise errors.HealthlogError(f"an account with this {_taken(exc)} exists") from exc
 
         self._write(work)
         return account
+
+    def set_token_hash(self, account_id: str, token_hash: str) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            try:
+                changed = conn.execute(
+                    "UPDATE accounts SET token_hash = ? WHERE id = ?", (token_hash, account_id)
+                ).rowcount
+            except sqlite3.IntegrityError as exc:
+                raise errors.HealthlogError("an account with this token exists") from exc
+            if changed != 1:
+                raise errors.HealthlogError("no such account")
+
+        self._write(work)
+
+    def token_hash(self, account_id: str) -> str | None:
+        sql = "SELECT token_hash FROM accounts WHERE id = ?"
+        row = self._read(lambda conn: conn.execute(sql, (account_id,)).fetchone())
+        return None if row is None else str(row[0])
 
     def account_by_token_hash(self, token_hash: str) -> Account | None:
         return self._one_account("token_hash = ?", token_hash)
