@@ -204,20 +204,38 @@ def _age(at: datetime | None) -> float | None:
 # --- commands --------------------------------------------------------------------------
 
 
-def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    import os
+def prepare_stack(settings: Settings) -> str | None:
+    """Before the local stack starts: the schema, a first account, and a reconcile.
 
-    from healthlog import serve, tokens
+    Returns the first account's token when this start created it (shown once). The
+    reconcile journals any body a crash left archived without its row, so a restart
+    after a crash needs no manual step; the first pass then folds them.
+    """
+    from healthlog import reconcile, tokens, wiring
 
-    env = dict(os.environ)
     journal = _journal(settings)
     try:
         token = None
         if not journal.accounts():
             token = tokens.new_token()
             journal.add_account("default", tokens.hash_token(token))
+        archive = wiring.open_archive(settings)
+        try:
+            reconcile.reconcile(journal, archive)
+        finally:
+            archive.close()
+        return token
     finally:
         journal.close()
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import os
+
+    from healthlog import serve
+
+    env = dict(os.environ)
+    token = prepare_stack(settings)
     options = serve.StackOptions(args.host, args.port, args.fold_port, args.tick)
 
     def banner() -> None:

@@ -217,3 +217,29 @@ def test_an_account_import_of_a_malformed_line_says_where(env: Path, capsys: Any
     bad.write_text('{"id": "x", "name": "x"}\n')
     assert cli.main(["account", "import", str(bad)]) == 2
     assert "line 1: not an account" in capsys.readouterr().err
+
+
+def test_starting_the_stack_journals_bodies_a_crash_left_without_a_row(env: Path) -> None:
+    from healthlog.config import Settings
+
+    phone = phone_for(env)
+    kept = phone.send(metrics_body(STEPS))
+    orphan_key = next(iter(phone.archive.keys())).replace(kept, "0" * 8 + kept[8:])
+    phone.archive.put(orphan_key, b'{"data": {}}')
+    settings = Settings.from_env()
+    assert cli.prepare_stack(settings) is None  # the account exists: no new token
+    rows = phone.journal.deliveries()
+    assert orphan_key in {d.archive_key for d in rows}
+    assert len(rows) == 2 and all(d.status.value == "pending" for d in rows)
+
+
+def test_the_first_start_creates_an_account_and_returns_its_token_once(env: Path) -> None:
+    from healthlog.config import Settings
+
+    settings = Settings.from_env()
+    token = cli.prepare_stack(settings)
+    assert token is not None and token.startswith("hl_")
+    journal = SqliteJournal(str(env / "journal.db"))
+    assert journal.account_by_token_hash(tokens.hash_token(token)) is not None
+    assert cli.prepare_stack(settings) is None
+    assert [a.name for a in journal.accounts()] == ["default"]
