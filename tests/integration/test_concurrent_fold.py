@@ -224,8 +224,9 @@ def test_overlapping_passes_and_a_replay_fold_each_delivery_exactly_once(
     assert all(o == ["parsed"] for o in outcomes.values()), {
         k: v for k, v in outcomes.items() if v != ["parsed"]
     }
-    # and it really was a crowd: several threads folded, and passes found the lock taken
-    assert len({line.threadName for line in lines}) >= 2
+    # and it really was a crowd: passes overlapped and found the lock taken. (Which
+    # threads got to fold is up to the scheduler: on a loaded machine the replay may
+    # take the lock first and fold the whole queue, so that is not asserted.)
     assert sum(refused.values()) > 0
 
     check = journals[0]
