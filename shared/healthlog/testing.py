@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from healthlog.archive import s3
-from healthlog.archive.local import check_key
-from healthlog.archive.port import Archive, ArchiveWriter
+from healthlog.archive.keys import check_key
+from healthlog.archive.port import Archive, ArchiveWriter, put_whole
 from healthlog.errors import (
     AlreadyExists,
     ArchiveUnavailable,
@@ -48,12 +48,7 @@ class MemoryArchive:
         return MemoryWriter(self, check_key(key))
 
     def put(self, key: str, body: bytes) -> int:
-        w = self.writer(key)
-        try:
-            w.write(body)
-            return w.commit()
-        finally:
-            w.abort()
+        return put_whole(self, key, body)
 
     def read(self, key: str) -> bytes:
         check_key(key)
@@ -159,13 +154,8 @@ class FaultyArchive:
         return FaultyWriter(self, self.inner.writer(key))
 
     def put(self, key: str, body: bytes) -> int:
-        w = self.writer(key)
-        try:
-            w.write(body)
-            return w.commit()
-        except BaseException:
-            w.abort()  # only on failure, so that ``calls["abort"]`` counts real aborts
-            raise
+        # aborts only on failure, so that ``calls["abort"]`` counts real aborts
+        return put_whole(self, key, body)
 
     def read(self, key: str) -> bytes:
         self._enter("read", fail=self._fails_read(key))

@@ -49,3 +49,16 @@ def parse_body_key(key: str) -> BodyKey | None:
     if kind not in KINDS.values():
         return None
     return BodyKey(parts[0], delivery_id, kind)
+
+
+def check_key(key: str) -> str:
+    """The key itself if every adapter can store it; ValueError otherwise.
+
+    Shared by all adapters so that a key accepted by S3 is also accepted by the local
+    folder: relative, ``/``-separated, no empty, ``.`` or ``..`` segment, no NUL.
+    """
+    if not key or key.startswith("/") or "\\" in key or "\0" in key:
+        raise ValueError(f"invalid archive key: {key[:80]!r}")
+    if any(part in ("", ".", "..") for part in key.split("/")):
+        raise ValueError(f"invalid archive key: {key[:80]!r}")
+    return key

@@ -21,24 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from healthlog.archive.keys import check_key
+from healthlog.archive.port import put_whole
 from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
 
 TMP_DIR = ".tmp"
 # bodies are health data: directories this adapter creates are private to the service
 DIR_MODE = 0o700
-
-
-def check_key(key: str) -> str:
-    """The key itself if every adapter can store it; ValueError otherwise.
-
-    Shared by all adapters so that a key accepted by S3 is also accepted by the local
-    folder: relative, ``/``-separated, no empty, ``.`` or ``..`` segment, no NUL.
-    """
-    if not key or key.startswith("/") or "\\" in key or "\0" in key:
-        raise ValueError(f"invalid archive key: {key[:80]!r}")
-    if any(part in ("", ".", "..") for part in key.split("/")):
-        raise ValueError(f"invalid archive key: {key[:80]!r}")
-    return key
 
 
 class LocalArchive:
@@ -50,12 +39,7 @@ class LocalArchive:
         return LocalWriter(self, self._path(key))
 
     def put(self, key: str, body: bytes) -> int:
-        w = self.writer(key)
-        try:
-            w.write(body)
-            return w.commit()
-        finally:
-            w.abort()  # a no-op after a commit
+        return put_whole(self, key, body)
 
     def read(self, key: str) -> bytes:
         path = self._path(key)

@@ -41,3 +41,17 @@ class Archive(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+
+
+def put_whole(archive: Archive, key: str, body: bytes) -> int:
+    """``Archive.put`` for every adapter: writer, one write, commit; abort if it failed."""
+    w = archive.writer(key)
+    committed = False
+    try:
+        w.write(body)
+        size = w.commit()
+        committed = True
+        return size
+    finally:
+        if not committed:
+            w.abort()

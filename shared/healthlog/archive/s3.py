@@ -24,7 +24,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from healthlog.archive.local import check_key
+from healthlog.archive.keys import check_key
+from healthlog.archive.port import put_whole
 from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
 
 if TYPE_CHECKING:
@@ -91,12 +92,7 @@ class S3Archive:
         return S3Writer(self, self._object_key(key))
 
     def put(self, key: str, body: bytes) -> int:
-        w = self.writer(key)
-        try:
-            w.write(body)
-            return w.commit()
-        finally:
-            w.abort()  # a no-op after a commit
+        return put_whole(self, key, body)
 
     def read(self, key: str) -> bytes:
         name = self._object_key(key)
