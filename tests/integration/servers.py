@@ -23,11 +23,17 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from healthlog import tokens
+from healthlog.archive.local import LocalArchive
+from healthlog.journal.sqlite import SqliteJournal
+from healthlog.model import Account
 from healthlog.serve import function_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,3 +165,48 @@ def _wait_listening(server: Server, timeout_s: float) -> None:
                     f"\n{server.output()[-4000:]}"
                 ) from None
             time.sleep(0.05)
+
+
+@dataclass
+class IngestRig:
+    """A real ingest server over a fresh SQLite journal holding one account."""
+
+    server: Server
+    journal: SqliteJournal
+    archive: LocalArchive
+    account: Account
+    token: str
+
+
+@contextlib.contextmanager
+def ingest_rig(folder: Path, **env: str) -> Iterator[IngestRig]:
+    """Journal + account ``alice`` + ingest served over them; ``env`` adds settings."""
+    journal = SqliteJournal(str(folder / "j.db"))
+    journal.migrate()
+    token = tokens.new_token()
+    account = journal.add_account("alice", tokens.hash_token(token))
+    settings = {
+        "HEALTHLOG_JOURNAL_URL": f"sqlite:///{folder}/j.db",
+        "HEALTHLOG_ARCHIVE_URL": f"file://{folder}/archive",
+        **env,
+    }
+    try:
+        with function_server("ingest", settings, log_dir=folder) as server:
+            yield IngestRig(server, journal, LocalArchive(folder / "archive"), account, token)
+    finally:
+        journal.close()
+
+
+@contextlib.contextmanager
+def local_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` on 127.0.0.1 and a free port in a thread; yield its base URL."""
+    server = ThreadingHTTPServer((HOST, 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://{HOST}:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(STOP_GRACE_S)

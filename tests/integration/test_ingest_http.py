@@ -29,7 +29,7 @@ from healthlog.archive.local import TMP_DIR, LocalArchive
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, Delivery, ParseStatus
 
-from tests.integration.servers import ROOT, Server, function_server
+from tests.integration.servers import ROOT, Server, function_server, ingest_rig
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared/hae/samples"
 EVENTS = ROOT / "tests" / "events"
@@ -92,19 +92,10 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("ingest-http")
-    journal = SqliteJournal(str(folder / "j.db"))
-    journal.migrate()
-    token = tokens.new_token()
-    account = journal.add_account("alice", tokens.hash_token(token))
-    env = {
-        "HEALTHLOG_JOURNAL_URL": f"sqlite:///{folder}/j.db",
-        "HEALTHLOG_ARCHIVE_URL": f"file://{folder}/archive",
-        "HEALTHLOG_MAX_BODY_BYTES": str(LIMIT),
-        "HEALTHLOG_RETRY_AFTER_S": "9",
-    }
-    with function_server("ingest", env, log_dir=folder) as server:
-        yield Stack(server, journal, LocalArchive(folder / "archive"), account, token)
-    journal.close()
+    with ingest_rig(
+        folder, HEALTHLOG_MAX_BODY_BYTES=str(LIMIT), HEALTHLOG_RETRY_AFTER_S="9"
+    ) as rig:
+        yield Stack(rig.server, rig.journal, rig.archive, rig.account, rig.token)
 
 
 def big_object(size: int) -> bytes:

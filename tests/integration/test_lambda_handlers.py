@@ -23,7 +23,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,7 @@ from healthlog.model import ParseStatus
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
 from tests import pg
-from tests.integration.servers import ROOT
+from tests.integration.servers import ROOT, local_http
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -123,15 +123,9 @@ def lambda_api() -> Iterator[LambdaRecorder]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    recorder.url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield recorder
-    server.shutdown()
-    server.server_close()
-    thread.join(WAIT_S)
+    with local_http(Handler) as url:
+        recorder.url = url
+        yield recorder
 
 
 @dataclass

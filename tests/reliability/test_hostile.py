@@ -39,7 +39,7 @@ from healthlog.wake import NullWaker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.servers import Server, function_server
+from tests.integration.servers import Server, ingest_rig
 
 LIMIT = 100_000
 WAIT_S = 15.0
@@ -213,18 +213,8 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("hostile")
-    journal = SqliteJournal(str(folder / "j.db"))
-    journal.migrate()
-    token = tokens.new_token()
-    account = journal.add_account("alice", tokens.hash_token(token))
-    env = {
-        "HEALTHLOG_JOURNAL_URL": f"sqlite:///{folder}/j.db",
-        "HEALTHLOG_ARCHIVE_URL": f"file://{folder}/archive",
-        "HEALTHLOG_MAX_BODY_BYTES": str(LIMIT),
-    }
-    with function_server("ingest", env, log_dir=folder) as server:
-        yield Stack(server, journal, LocalArchive(folder / "archive"), account, token)
-    journal.close()
+    with ingest_rig(folder, HEALTHLOG_MAX_BODY_BYTES=str(LIMIT)) as rig:
+        yield Stack(rig.server, rig.journal, rig.archive, rig.account, rig.token)
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.name)

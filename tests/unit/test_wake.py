@@ -12,7 +12,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING
 
 import boto3
@@ -22,6 +22,8 @@ from healthlog import wiring
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
 from healthlog.wake import HttpWaker, LambdaWaker, NullWaker
+
+from tests.integration.servers import local_http
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
@@ -59,16 +61,12 @@ def fold() -> Iterator[FoldStub]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    stub.url = f"http://127.0.0.1:{server.server_address[1]}/"
-    yield stub
-    stub.release.set()
-    server.shutdown()
-    server.server_close()
-    thread.join(WAIT_S)
+    with local_http(Handler) as url:
+        stub.url = url + "/"
+        try:
+            yield stub
+        finally:
+            stub.release.set()  # let a held request go before the server shuts down
 
 
 def free_port() -> int:
