@@ -27,6 +27,29 @@ class ConfigError(HealthlogError):
     """The configuration is invalid."""
 
 
+# --- accounts: what the Journal port promises for its account methods -------------------
+
+
+class AccountError(HealthlogError):
+    """The journal refused the change to an account."""
+
+
+class AccountNameTaken(AccountError):
+    """An account with this name exists."""
+
+
+class TokenTaken(AccountError):
+    """An account with this token exists."""
+
+
+class AccountIdTaken(AccountError):
+    """An account with this id exists."""
+
+
+class AccountNotFound(AccountError):
+    """There is no such account."""
+
+
 # --- circumstances: "not done", never "cannot be done" ------------------------------
 
 
