@@ -18,8 +18,8 @@ from healthlog.journal.port import Journal
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, NewDelivery
 
-#: the samples beside the project (../shared/hae/samples); CI lays shared/ there too
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "hae" / "samples"
+#: real HAE bodies, copied from public projects (their origins: SOURCES.md in that folder)
+SAMPLES = Path(__file__).resolve().parent / "fixtures" / "hae" / "samples"
 
 #: set by CI so that a missing PostgreSQL server fails instead of skipping
 REQUIRE_POSTGRES = os.environ.get("HEALTHLOG_REQUIRE_POSTGRES") == "1"
@@ -28,7 +28,7 @@ REQUIRE_POSTGRES = os.environ.get("HEALTHLOG_REQUIRE_POSTGRES") == "1"
 def samples() -> list[Path]:
     found = sorted(SAMPLES.glob("*.json"))
     if not found:
-        pytest.fail(f"the shared HAE samples are missing: expected them in {SAMPLES}")
+        pytest.fail(f"the HAE samples are missing: expected *.json in {SAMPLES}")
     return found
 
 

@@ -31,7 +31,7 @@ from healthlog.model import Account, Delivery, ParseStatus
 
 from tests.integration.servers import ROOT, Server, function_server, ingest_rig
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared/hae/samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "hae" / "samples"
 EVENTS = ROOT / "tests" / "events"
 LIMIT = 100_000
 WAIT_S = 10.0
@@ -40,7 +40,7 @@ WAIT_S = 10.0
 def sample_paths() -> list[Path]:
     found = sorted(SAMPLES.glob("*.json"))
     if not found:
-        pytest.fail(f"the shared HAE samples are missing: expected *.json in {SAMPLES}")
+        pytest.fail(f"the HAE samples are missing: expected *.json in {SAMPLES}")
     return found
 
 

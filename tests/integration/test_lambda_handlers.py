@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient
 
 EVENTS = ROOT / "tests" / "events"
-SAMPLE = ROOT.parent / "shared/hae/samples/metrics_step-count_minute-agg_2021_ivailop7-sample.json"
+SAMPLES = ROOT / "tests" / "fixtures" / "hae" / "samples"
+SAMPLE = SAMPLES / "metrics_step-count_minute-agg_2021_ivailop7-sample.json"
 TOKEN = "hl_sample-event-token-not-a-real-secret-000000"  # the one in function_url_v2.json
 REGION = "us-east-1"
 FOLD_NAME = "healthlog-FoldFunction-TEST"

@@ -42,7 +42,7 @@ from tests.integration.servers import ROOT
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-SAMPLES = ROOT.parent / "shared" / "hae" / "samples"
+SAMPLES = ROOT / "tests" / "fixtures" / "hae" / "samples"
 EVENTS = ROOT / "tests" / "events"
 REGION = "us-east-1"
 
@@ -67,7 +67,7 @@ def embedded_install(var: Path) -> tuple[SqliteJournal, LocalArchive]:
     token = tokens.new_token()
     journal.add_account("alice", tokens.hash_token(token))
     bodies = [p.read_bytes() for p in sorted(SAMPLES.glob("*.json"))]
-    assert bodies, f"the shared HAE samples are missing from {SAMPLES}"
+    assert bodies, f"the HAE samples are missing from {SAMPLES}"
     bodies += [bodies[0], b"{ not json }"]
     for body in bodies:
         reply = accept(

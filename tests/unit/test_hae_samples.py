@@ -1,4 +1,4 @@
-"""Real HAE bodies (../shared/hae/samples, see SOURCES.md there) through the parser."""
+"""Real HAE bodies (tests/fixtures/hae/samples, origins in SOURCES.md there) through the parser."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import pytest
 from healthlog.hae import parse
 from healthlog.model import Point
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "hae" / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "hae" / "samples"
 
 
 def samples() -> list[Path]:
     # collected at import: a missing folder must fail loudly, not collect zero tests
     if not SAMPLES.is_dir():
         pytest.fail(
-            f"the shared HAE samples are missing: expected them at {SAMPLES} "
-            "(the repository's sibling folder shared/hae/samples)",
+            f"the HAE samples are missing: expected them at {SAMPLES} "
+            "(tests/fixtures/hae/samples in the repository)",
             pytrace=False,
         )
     return sorted(SAMPLES.glob("*.json"))
