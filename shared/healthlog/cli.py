@@ -17,7 +17,14 @@ from typing import IO, Any
 
 from healthlog import ids, log
 from healthlog.config import Settings
-from healthlog.errors import HealthlogError
+from healthlog.errors import (
+    AccountError,
+    AccountIdTaken,
+    AccountNameTaken,
+    AccountNotFound,
+    HealthlogError,
+    TokenTaken,
+)
 from healthlog.journal.port import Journal, StoredPoint
 from healthlog.model import Account, Delivery, ParseStatus
 
@@ -182,12 +189,12 @@ def _account_id(journal: Journal, name: str | None) -> str | None:
         found = journal.account_by_token_hash(tokens.hash_token(token))
         if found is None:
             # the token is not repeated: it may be a real one, mistyped
-            raise HealthlogError("no account has this token")
+            raise AccountNotFound("no account has this token")
         return found.id
     for account in journal.accounts():
         if account.name == name:
             return account.id
-    raise HealthlogError(f"no account named {name!r}")
+    raise AccountNotFound(f"no account named {name!r}")
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -218,7 +225,10 @@ def prepare_stack(settings: Settings) -> str | None:
         token = None
         if not journal.accounts():
             token = tokens.new_token()
-            journal.add_account("default", tokens.hash_token(token))
+            try:
+                journal.add_account("default", tokens.hash_token(token))
+            except AccountNameTaken:
+                token = None  # a start beside this one made it first, and showed its token
         archive = wiring.open_archive(settings)
         try:
             reconcile.reconcile(journal, archive)
@@ -256,13 +266,23 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     return serve.run_stack(options, env, banner)
 
 
+# a fresh 256-bit token that another account holds: never seen, but never printed either
+_FRESH_HASH_TAKEN = "the new token is another account's (nothing changed); run the command again"
+
+
 def cmd_account_add(args: argparse.Namespace, settings: Settings) -> int:
     from healthlog import tokens
 
     journal = _journal(settings)
     token = tokens.new_token()
-    account = journal.add_account(args.name, tokens.hash_token(token))
-    journal.close()
+    try:
+        account = journal.add_account(args.name, tokens.hash_token(token))
+    except AccountNameTaken:
+        raise AccountNameTaken(f"an account named {args.name!r} exists") from None
+    except TokenTaken:
+        raise TokenTaken(_FRESH_HASH_TAKEN) from None
+    finally:
+        journal.close()
     data = {"id": account.id, "name": account.name, "token": token}
     _emit(
         args,
@@ -295,6 +315,8 @@ def cmd_account_set_tz(args: argparse.Namespace, settings: Settings) -> int:
         account_id = _account_id(journal, args.name)
         assert account_id is not None
         journal.set_time_zone(account_id, args.zone)
+    except AccountNotFound:  # removed since the lookup
+        raise AccountNotFound(f"no account named {args.name!r}") from None
     finally:
         journal.close()
     print(f"{args.name}: times without an offset are read in {args.zone}")
@@ -310,6 +332,10 @@ def cmd_account_rotate(args: argparse.Namespace, settings: Settings) -> int:
         assert account_id is not None
         token = tokens.new_token()
         journal.set_token_hash(account_id, tokens.hash_token(token))
+    except AccountNotFound:  # removed since the lookup
+        raise AccountNotFound(f"no account named {args.name!r}") from None
+    except TokenTaken:
+        raise TokenTaken(_FRESH_HASH_TAKEN) from None
     finally:
         journal.close()
     data = {"id": account_id, "name": args.name, "token": token}
@@ -411,6 +437,17 @@ def _import_conflicts(journal: Journal, wanted: list[tuple[Account, str]]) -> li
     return problems
 
 
+def _changed_here(exc: AccountError) -> str:
+    """What an import met that the check before it had not seen."""
+    if isinstance(exc, AccountNameTaken):
+        return "the name is taken here now"
+    if isinstance(exc, TokenTaken):
+        return "another account here has this token now"
+    if isinstance(exc, AccountIdTaken):
+        return "this id is taken here now"
+    return "the account is gone from here"
+
+
 def cmd_account_import(args: argparse.Namespace, settings: Settings) -> int:
     if args.file == "-":
         wanted = _read_account_lines(sys.stdin, "stdin")
@@ -433,11 +470,18 @@ def cmd_account_import(args: argparse.Namespace, settings: Settings) -> int:
             if journal.get_account(account.id) is not None:
                 skipped += 1
                 continue
-            journal.add_account(
-                account.name, token_hash, account_id=account.id, created_at=account.created_at
-            )
-            if account.time_zone != "UTC":
-                journal.set_time_zone(account.id, account.time_zone)
+            try:
+                journal.add_account(
+                    account.name, token_hash, account_id=account.id, created_at=account.created_at
+                )
+                if account.time_zone != "UTC":
+                    journal.set_time_zone(account.id, account.time_zone)
+            except AccountError as exc:
+                # the journal changed since the check above
+                label = f"account {account.name!r} ({account.id})"
+                raise type(exc)(
+                    f"{label}: {_changed_here(exc)}; imported before it: {imported}"
+                ) from None
             imported += 1
     finally:
         journal.close()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from healthlog import cli, tokens
 from healthlog.archive.local import LocalArchive
+from healthlog.errors import AccountNameTaken, AccountNotFound, TokenTaken
 from healthlog.journal.sqlite import SqliteJournal
 
 from tests.conftest import Phone, metrics_body
@@ -243,3 +244,63 @@ def test_the_first_start_creates_an_account_and_returns_its_token_once(env: Path
     assert journal.account_by_token_hash(tokens.hash_token(token)) is not None
     assert cli.prepare_stack(settings) is None
     assert [a.name for a in journal.accounts()] == ["default"]
+
+
+def test_account_add_of_a_taken_name_is_a_clear_error_without_a_token(
+    env: Path, capsys: Any
+) -> None:
+    run(capsys, "account", "add", "bob")
+    assert cli.main(["account", "add", "bob", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert "exists" in captured.err
+    assert "hl_" not in captured.err + captured.out
+    assert [a.name for a in SqliteJournal(str(env / "journal.db")).accounts()] == ["bob"]
+
+
+def _refuse(error: type[Exception]) -> Any:
+    def refused(*args: object, **kwargs: object) -> None:
+        raise error()
+
+    return refused
+
+
+@pytest.mark.parametrize(
+    ("argv", "method", "error", "said"),
+    [
+        (["account", "add", "bob"], "add_account", AccountNameTaken,
+         "an account named 'bob' exists"),
+        (["account", "add", "bob"], "add_account", TokenTaken, "run the command again"),
+        (["account", "rotate", "bob"], "set_token_hash", TokenTaken, "run the command again"),
+        (["account", "rotate", "bob"], "set_token_hash", AccountNotFound, "no account named 'bob'"),
+        (["account", "set-tz", "bob", "Europe/Berlin"], "set_time_zone", AccountNotFound,
+         "no account named 'bob'"),
+    ],
+)  # fmt: skip
+def test_the_journals_account_refusals_are_told_plainly_and_never_show_a_token(
+    env: Path,
+    capsys: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    method: str,
+    error: type[Exception],
+    said: str,
+) -> None:
+    """What the Journal port promises to raise, the command catches by class."""
+    if argv[1] != "add":
+        run(capsys, "account", "add", "bob")
+    monkeypatch.setattr(SqliteJournal, method, _refuse(error))
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert said in captured.err
+    assert "hl_" not in captured.err + captured.out
+
+
+def test_an_account_lookup_that_finds_nothing_raises_account_not_found(env: Path) -> None:
+    journal = SqliteJournal(str(env / "journal.db"))
+    journal.migrate()
+    with pytest.raises(AccountNotFound, match="no account named 'nobody'"):
+        cli._account_id(journal, "nobody")
+    with pytest.raises(AccountNotFound, match="no account has this token") as raised:
+        cli._account_id(journal, cli._Token("hl_not-a-real-token"))
+    assert "hl_" not in str(raised.value)
+    journal.close()
