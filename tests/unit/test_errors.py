@@ -50,3 +50,14 @@ def test_every_error_class_is_under_healthlog_error() -> None:
     ]
     assert set(ACCOUNT_LEAVES) <= set(classes)
     assert all(issubclass(cls, HealthlogError) for cls in classes)
+
+
+def test_the_parser_has_one_not_understood_and_it_is_a_value_error() -> None:
+    from healthlog.hae import errors as hae_errors
+    from healthlog.hae import metrics, records, sections
+
+    one = hae_errors.NotUnderstood
+    assert metrics.NotUnderstood is one and records.NotUnderstood is one
+    assert sections.NotUnderstood is one
+    # the section loops catch ValueError, which also covers a time dates cannot read
+    assert issubclass(one, ValueError) and not issubclass(one, HealthlogError)

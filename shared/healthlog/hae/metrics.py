@@ -19,19 +19,12 @@ from dataclasses import dataclass, field
 import orjson
 
 from healthlog.hae import dates, records, units
+from healthlog.hae.errors import NotUnderstood
 from healthlog.hae.records import Found
 from healthlog.model import Point, Record
 
 _ITEM_KEYS = frozenset({"name", "units", "data"})
 _HEARTBEATS = "heartbeatSeries"
-
-
-class NotUnderstood(ValueError):
-    """A point of a shape this parser does not read.
-
-    A ValueError, like what ``dates.instant`` raises for a time it cannot read: the
-    section loop treats both the same way.
-    """
 
 
 def is_empty(value: object) -> bool:

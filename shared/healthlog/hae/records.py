@@ -20,15 +20,12 @@ import orjson
 
 from healthlog.errors import FoldDeadline
 from healthlog.hae import dates, units
+from healthlog.hae.errors import NotUnderstood as NotUnderstood  # sections imports it here
 from healthlog.model import Item, Record
 
 _SORTED = orjson.OPT_SORT_KEYS
 _TIME_KEYS = ("date", "timestamp", "start", "t")
 _LAT, _LON, _ALT = ("lat", "latitude"), ("lon", "longitude"), ("altitude", "alt")
-
-
-class NotUnderstood(ValueError):
-    """An object this parser cannot store under a stable key."""
 
 
 @dataclass
