@@ -95,8 +95,8 @@ class FoldFailure(HealthlogError):
 
     def __init__(self, message: str | None = None, *, uncovered: tuple[str, ...] = ()) -> None:
         super().__init__(message)
-        # the uncovered keys the parser had collected before it failed (SPEC §3:
-        # ``failed`` with a non-empty list is a legal state)
+        # the uncovered keys the parser had collected before it failed: ``failed`` with a
+        # non-empty list is a legal state (docs/architecture.md, "Delivery statuses")
         self.uncovered = uncovered
 
 

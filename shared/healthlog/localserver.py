@@ -6,7 +6,7 @@ same gunicorn server), and sets two server options its command line cannot:
 
 * ``limit_request_field_size``: HAE sends headers such as ``automation-name`` whose
   value the user types; gunicorn's default (8 KB) would answer 431 before ingest could
-  truncate them, so a 600 KB value gets in and is cut by ingest (SPEC §6);
+  truncate them, so a 600 KB value gets in and is cut by ingest (docs/hae-format.md, "Headers");
 * ``graceful_timeout``: on SIGTERM the fold's pass in hand finishes inside this window
   (its own budget is shorter, ``HEALTHLOG_PASS_BUDGET_S``).
 """

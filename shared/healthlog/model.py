@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 
 class ParseStatus(StrEnum):
-    """A delivery's status (SPEC §3). The fold is its one writer."""
+    """A delivery's status (docs/architecture.md, "Delivery statuses"). The fold writes it."""
 
     PENDING = "pending"
     PARSED = "parsed"
@@ -65,7 +65,7 @@ class NewDelivery:
     archive_key: str
     size: int
     content_type: str
-    # automation-* and session-id headers, truncated (SPEC §6)
+    # automation-* and session-id headers, truncated (docs/hae-format.md, "Headers")
     headers: tuple[tuple[str, str], ...] = ()
 
 

@@ -191,7 +191,7 @@ def test_an_outcome_counts_its_points_and_keeps_its_failure(seed: Seed, journal:
     assert [d.failure for d in journal.deliveries()] == [None, "deadline"]
 
 
-# --- layers (SPEC §5) --------------------------------------------------------------------
+# --- layers (docs/architecture.md, "Layers") ---------------------------------------------
 
 
 def test_an_older_layer_written_after_a_newer_one_leaves_the_newer_value(

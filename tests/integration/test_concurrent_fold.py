@@ -5,7 +5,8 @@ have) run passes over one journal while two ingest threads are still inserting, 
 replay of the pending rows runs beside them. The fold lock lets one of them fold at a
 time; the status guard on the outcome write is the second line: two writers of one
 outcome never both succeed. Afterwards the showcase must equal a serial fold of the
-same deliveries in a second, fresh journal (SPEC §5: the fold order does not matter).
+same deliveries in a second, fresh journal: the fold order does not matter
+(docs/architecture.md, "Layers").
 
 Both backends: SQLite (several connections to one file) and PostgreSQL.
 """

@@ -1,4 +1,4 @@
-"""SPEC §3: the change that covers a section moves the ``partial`` rows naming it back.
+"""The change that covers a section moves the ``partial`` rows naming it back to pending.
 
 A delivery folded by the old parser (metrics only: its workouts were an uncovered key)
 is written the way that parser wrote it, the journal is migrated to this version, the

@@ -1,4 +1,4 @@
-"""The fold pass and the Player: seed 001 §8 acceptance criteria, each named for its behaviour."""
+"""The fold pass and the Player: what each guarantees, one test (or a few) per behaviour."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def make_pass(journal: Journal, archive: Any, **kw: Any) -> FoldPass:
     return FoldPass(journal, Player(journal, archive), **kw)
 
 
-# --- 8.1 a pass always ends -----------------------------------------------------------
+# --- a pass always ends ---------------------------------------------------------------
 
 
 def test_pass_ends_and_does_not_pick_again_a_delivery_left_pending(
@@ -86,7 +86,7 @@ def test_pass_ends_and_does_not_pick_again_a_delivery_left_pending(
     assert status_of(journal, stuck) is ParseStatus.PENDING
 
 
-# --- 8.2 atomicity: an interrupted fold leaves pending and no half-written points -------
+# --- atomicity: an interrupted fold leaves pending and no half-written points -----------
 
 
 class _BreaksHalfway(Sequence[Point]):
@@ -125,7 +125,7 @@ def test_interrupted_fold_leaves_delivery_pending_and_writes_no_points(
     assert journal.summary().points == 0
 
 
-# --- 8.3 idempotence ------------------------------------------------------------------
+# --- idempotence ----------------------------------------------------------------------
 
 
 def test_folding_a_delivery_twice_leaves_the_showcase_the_same(
@@ -140,7 +140,7 @@ def test_folding_a_delivery_twice_leaves_the_showcase_the_same(
     assert qty_of(journal) == [1, 2, 3]
 
 
-# --- 8.4 a lost wake-up loses no work -------------------------------------------------
+# --- a lost wake-up loses no work -----------------------------------------------------
 
 
 def test_delivery_whose_wakeup_was_lost_is_folded_by_the_next_pass(
@@ -154,7 +154,7 @@ def test_delivery_whose_wakeup_was_lost_is_folded_by_the_next_pass(
     assert status_of(journal, delivery) is ParseStatus.PARSED
 
 
-# --- 8.5 total order ------------------------------------------------------------------
+# --- total order ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("page_size", [1, 2, 3, 100])
@@ -171,7 +171,7 @@ def test_deliveries_with_equal_received_at_fold_in_id_order_whatever_the_page_si
     assert qty_of(journal) == [float(sent.index(newest))]
 
 
-# --- 8.6 stopping ---------------------------------------------------------------------
+# --- stopping -------------------------------------------------------------------------
 
 
 def test_pass_out_of_budget_stops_claiming_work_and_warns(
@@ -188,7 +188,7 @@ def test_pass_out_of_budget_stops_claiming_work_and_warns(
     assert passes[-1].levelno == logging.WARNING
 
 
-# --- 8.7 a circumstance is not a failure of the delivery ------------------------------
+# --- a circumstance is not a failure of the delivery ----------------------------------
 
 
 def test_busy_database_leaves_delivery_pending_and_it_folds_once_released(
@@ -229,7 +229,7 @@ def test_failed_deliveries_are_never_picked_by_the_pass(
     assert fold.pass_once().selected == 0
 
 
-# --- 8.9 one classification for both doors -------------------------------------------
+# --- one classification for both doors -----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -328,7 +328,7 @@ def test_fewer_crashes_than_the_limit_still_fold(
     )
 
 
-# --- 8.8 lag is observable even without progress --------------------------------------
+# --- lag is observable even without progress ------------------------------------------
 
 
 def test_lag_warning_is_silent_on_the_first_backlog_and_fires_after(
@@ -368,7 +368,7 @@ def test_backlog_is_announced_once_before_the_first_pass(
     assert backlog[0].__dict__["pending"] == 2
 
 
-# --- 8.10 cancel ends the loop --------------------------------------------------------
+# --- cancel ends the loop -------------------------------------------------------------
 
 
 def test_cancel_ends_the_pass_between_deliveries(

@@ -1,4 +1,4 @@
-"""HAE timestamps (FORMAT.md §6.1) to fixed-width UTC text plus the phone's offset."""
+"""HAE timestamps (docs/hae-format.md, "Dates") to fixed-width UTC text plus the phone's offset."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The HAE parser's first coverage: the envelope and the whole ``metrics`` section.
 
-Fixtures in tests/fixtures/hae are written from the shapes FORMAT.md §2-3 describes
+Fixtures in tests/fixtures/hae are written from the shapes docs/hae-format.md describes
 (the app's newer shapes have no public sample body); the real bodies are exercised in
 test_hae_samples.py.
 """

@@ -1,6 +1,6 @@
 """Every section other than metrics: workouts v1/v2, the event sections, HRV beats.
 
-Fixtures in tests/fixtures/hae are written from FORMAT.md §4-§5 (no public sample body
+Fixtures in tests/fixtures/hae are written from docs/hae-format.md (no public sample body
 exists for these shapes); the two real v1 workouts are in test_hae_samples.py.
 """
 

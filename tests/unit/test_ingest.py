@@ -1,4 +1,4 @@
-"""ingest.accept(): SPEC §6, against a real SQLite journal and real archives.
+"""ingest.accept() on a real SQLite journal and real archives: 200 only once the body is safe.
 
 Every rejection is checked for "nothing half-written": no archived body and no row.
 """

@@ -1,4 +1,4 @@
-"""Layers (SPEC §5): the newest delivery wins per point key, whatever the fold order.
+"""Layers: the newest delivery wins per point key, whatever the fold order.
 
 A property test over random sets of overlapping deliveries and random permutations of
 their fold order: the showcase fingerprint is always the one of folding in journal

@@ -1,4 +1,4 @@
-"""Layers over every section (SPEC §5): newest wins per identity, in any fold order.
+"""Layers over every section: the newest delivery wins per identity, in any fold order.
 
 Random deliveries carry random events of every section (overlapping identities, series
 present or not, units that convert or not); folded in journal order by a pass and in a

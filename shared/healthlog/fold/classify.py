@@ -2,7 +2,8 @@
 
 The code that writes an outcome and the code that counts outcomes both ask ``_classify``
 (through ``Player``), so the two can never disagree. It is private on purpose: a second
-public door would hand out outcomes that skip the uncovered keys (seed 001, 10.8).
+public door would hand out outcomes that skip the uncovered keys (docs/architecture.md,
+"Classification").
 """
 
 from __future__ import annotations

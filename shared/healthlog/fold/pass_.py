@@ -65,7 +65,7 @@ class FoldPass:
         self._announced = False
         # the lag WARN is armed only once a pass has seen the queue empty: the backlog
         # found at start is expected to be old, and a pass that failed to select proved
-        # nothing (seed 001, 10.3)
+        # nothing (docs/architecture.md, "Observability")
         self._lag_armed = False
 
     def pass_once(

@@ -1,13 +1,13 @@
 """HAE's CSV export: a ``multipart/form-data`` body with a metrics file and a workouts file.
 
 The same Points and Records as the JSON parser gives. CSV times carry no offset
-(FORMAT.md §6.1: ``2023-01-02 00:00:00``, workouts ``2023-06-20 17:40``): they are read
-in the account's IANA time zone (``tz``, ``accounts.time_zone``), and the offset that
-zone had at that moment is kept as the point's ``utc_offset``. A metric column header is
-``Display Name [Field] (unit)``; the display name is snake-cased into HAE's JSON metric
-name (``Weight & Body Mass (lb)`` -> ``weight_body_mass``), so CSV and JSON deliveries
-fold into the same series. A part that is neither file is an uncovered key
-(``csv:<part name>``).
+(docs/hae-format.md, "CSV": ``2023-01-02 00:00:00``, workouts ``2023-06-20 17:40``):
+they are read in the account's IANA time zone (``tz``, ``accounts.time_zone``), and the
+offset that zone had at that moment is kept as the point's ``utc_offset``. A metric
+column header is ``Display Name [Field] (unit)``; the display name is snake-cased into
+HAE's JSON metric name (``Weight & Body Mass (lb)`` -> ``weight_body_mass``), so CSV and
+JSON deliveries fold into the same series. A part that is neither file is an uncovered
+key (``csv:<part name>``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``instant(value)`` returns ``("2021-12-23T16:04:00.000000Z", 480)`` for
 ``"2021-12-24 00:04:00 +0800"``: the UTC instant as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``
 (always six fraction digits, so text order is time order) and the original offset in
-minutes. Accepted forms (FORMAT.md §6.1):
+minutes. Accepted forms (docs/hae-format.md, "Timestamp forms"):
 
 * ``yyyy-MM-dd HH:mm:ss Z``, the app's canonical form (``2023-06-06 20:38:38 -0500``);
 * the 12-hour locale variant ``2024-09-21 7:57:00 am +1000``, with ``am/pm/AM/PM``

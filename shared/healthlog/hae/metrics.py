@@ -1,4 +1,4 @@
-"""The ``metrics`` section: every value the phone sent, as Points (FORMAT.md §3).
+"""The ``metrics`` section: every value the phone sent, as Points (docs/hae-format.md, "Metrics").
 
 The shape of a point is chosen by the metric's ``name``, never guessed from the point:
 ``heart_rate`` and an unknown name may both carry ``Min/Avg/Max``, but only

@@ -1,6 +1,6 @@
 """A Health Auto Export body to Points and Records: pure, bytes in, ``ParseResult`` out.
 
-Covered: every section FORMAT.md §3-§5 describes. ``metrics`` gives Points (and the HRV
+Covered: every section docs/hae-format.md describes. ``metrics`` gives Points (and the HRV
 beat-to-beat series, Records of section ``heartbeatSeries``); ``workouts`` and the event
 sections give Records (see ``records``). A section this parser does not know, and every
 part of a known one it cannot store under a stable key, is reported by name in

@@ -1,13 +1,14 @@
 """What every section other than ``metrics`` shares: a list of events, each a ``Record``.
 
-A section is a list of objects (FORMAT.md §4-§5). Each object becomes one ``Record``:
-its identity made by the section's rule (docs/sections.md), its own fields kept whole in
-``body`` (canonical JSON, as sent: localized text is never translated), and every field
-holding a list of objects (a route, a heart-rate series, ECG voltages) read as a series
-of ``Item``s. Reading is tolerant: a time or a number that cannot be read stays in the
-element's ``extra`` as sent instead of failing the record. Only an object that gives no
-identity (no id and no readable start) marks the section uncovered: it cannot be stored
-under a stable key, so it stays in the archive and the key says so.
+A section is a list of objects (docs/hae-format.md, "Workouts" and "Other sections").
+Each object becomes one ``Record``: its identity made by the section's rule
+(docs/sections.md), its own fields kept whole in ``body`` (canonical JSON, as sent:
+localized text is never translated), and every field holding a list of objects (a route,
+a heart-rate series, ECG voltages) read as a series of ``Item``s. Reading is tolerant: a
+time or a number that cannot be read stays in the element's ``extra`` as sent instead of
+failing the record. Only an object that gives no identity (no id and no readable start)
+marks the section uncovered: it cannot be stored under a stable key, so it stays in the
+archive and the key says so.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The event sections: stateOfMind, medications, symptoms, cycleTracking, ecg,
-heartRateNotifications (FORMAT.md §5).
+heartRateNotifications (docs/hae-format.md, "Other sections").
 
 Each is a list of objects read by ``records.build`` under a ``Spec``: how its identity
 is made, which field is its name, which lists are series. Values are stored as sent:

@@ -1,9 +1,9 @@
 """Units: one canonical unit per series, so a series never silently mixes units.
 
 The phone sends values in the user's unit preferences (kJ or kcal, km or mi, degC or
-degF, kg or lb: FORMAT.md §3.4), and a preference can change between two deliveries.
-Each unit spelling HAE sends belongs to a *dimension* with a factor (and, for
-temperatures, an offset) to that dimension's base unit. A series' canonical unit is
+degF, kg or lb: docs/hae-format.md, "Units"), and a preference can change between two
+deliveries. Each unit spelling HAE sends belongs to a *dimension* with a factor (and,
+for temperatures, an offset) to that dimension's base unit. A series' canonical unit is
 chosen by its name alone (``CANONICAL``), never by which delivery came first, so the
 showcase is the same whatever order deliveries are folded in:
 

@@ -1,4 +1,4 @@
-"""The ``workouts`` section, both export versions (FORMAT.md §4).
+"""The ``workouts`` section, both export versions (docs/hae-format.md, "Workouts").
 
 One Record per workout: its identity is the HealthKit UUID ``id`` (v2), or
 ``name|start`` with start in UTC (v1 has no id). Every scalar and ``{qty, units}``
@@ -9,12 +9,12 @@ Item's qty is ``Avg``, Min and Max go to extra), and the v2 per-workout metrics
 (``activeEnergy``, ``stepCount``, ``walkingAndRunningDistance``...), each converted to
 its series' canonical unit (see ``units``).
 
-Known app bugs (§4.3) are read as what they are, never as failures: an empty or ``[]``
-``metadata`` is kept as sent; a missing route or series is simply absent (a newer
-delivery without a route inherits the older one's: layers are per series, see
-docs/sections.md); and when ``heartRateData`` holds the recovery series instead
-(``Lybron/health-auto-export#60``: Min = Avg = Max, starting at or after ``end``, and no
-``heartRateRecovery``), it is stored as ``heartRateRecovery`` with
+Known app bugs (docs/hae-format.md, "Known app bugs") are read as what they are, never
+as failures: an empty or ``[]`` ``metadata`` is kept as sent; a missing route or series
+is simply absent (a newer delivery without a route inherits the older one's: layers are
+per series, see docs/sections.md); and when ``heartRateData`` holds the recovery series
+instead (``Lybron/health-auto-export#60``: Min = Avg = Max, starting at or after
+``end``, and no ``heartRateRecovery``), it is stored as ``heartRateRecovery`` with
 ``"sent_as": "heartRateData"`` in each Item's extra.
 """
 

@@ -1,4 +1,4 @@
-"""Ingest: take one delivery from Health Auto Export, or say plainly why not (SPEC §6).
+"""Ingest: take a delivery from HAE, or say plainly why not (docs/architecture.md, "The contract").
 
 ``accept(deps, request) -> Reply`` is the whole contract, free of any web framework;
 ``functions/ingest/main.py`` only unwraps a functions-framework request or a Lambda

@@ -47,9 +47,9 @@ _IDENTITY = frozenset({"", "identity"})
 def content_type(headers: Mapping[str, str], limit: int) -> tuple[str, _Shape | _FormShape]:
     """The content type to store, and the shape check for it.
 
-    HAE sends JSON, or CSV as ``multipart/form-data`` (FORMAT.md §1): the form keeps its
-    boundary (the fold needs it to split the parts) and is checked as a form; anything
-    else is checked as a JSON object.
+    HAE sends JSON, or CSV as ``multipart/form-data`` (docs/hae-format.md, "Requests"):
+    the form keeps its boundary (the fold needs it to split the parts) and is checked as a
+    form; anything else is checked as a JSON object.
     """
     raw = headers.get("content-type", "")
     base = raw.split(";", 1)[0].strip().lower()

@@ -1,5 +1,5 @@
 -- Accounts and the journal of deliveries. The deliveries table is also the fold's
--- queue: its `pending` rows are the work (SPEC §2).
+-- queue: its `pending` rows are the work (docs/architecture.md, "The queue is a table").
 --
 -- Times are timestamptz (microseconds, like the SQLite journal's fixed-width text); the
 -- adapter's sessions run in UTC. Identifiers are COLLATE "C": byte order, the order the

@@ -1,7 +1,8 @@
 -- The showcase: one row per point key, holding the value of the newest layer that
 -- carries it. A layer is a delivery, ordered by (received_at, id); the winning layer is
 -- stored beside the point so an older delivery folded later cannot overwrite it, and
--- the showcase comes out the same whatever order deliveries are folded in (SPEC §5).
+-- the showcase comes out the same whatever order deliveries are folded in
+-- (docs/architecture.md, "Layers").
 
 CREATE TABLE points (
     -- no foreign key: the account comes from the delivery row, which has one, and a

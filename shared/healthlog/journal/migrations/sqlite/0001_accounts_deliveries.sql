@@ -1,5 +1,5 @@
 -- Accounts and the journal of deliveries. The deliveries table is also the fold's
--- queue: its `pending` rows are the work (SPEC §2).
+-- queue: its `pending` rows are the work (docs/architecture.md, "The queue is a table").
 --
 -- Times are fixed-width UTC text, YYYY-MM-DDTHH:MM:SS.ffffffZ (always six digits), so
 -- text order is time order and (received_at, id) row values compare as the cursor does.

@@ -2,12 +2,13 @@
 -- symptoms, cycleTracking, ecg, heartRateNotifications, and the HRV heartbeatSeries),
 -- one row per event, keyed by the section's identity rule (docs/sections.md).
 --
--- Layers as for points (SPEC §5), at two grains. The record row holds the body of the
--- newest layer that carries the record. Each series of a record (a route, a heart-rate
--- series, ECG voltages) is a unit of its own: it is replaced wholly by the newest layer
--- that carries it, and inherited from an older layer when a newer one does not carry it
--- (the app drops routes and series now and then, FORMAT.md §4.3). So record_series keeps
--- the winning layer per series, and the showcase is the same in any fold order.
+-- Layers as for points (docs/architecture.md, "Layers"), at two grains. The record row
+-- holds the body of the newest layer that carries the record. Each series of a record (a
+-- route, a heart-rate series, ECG voltages) is a unit of its own: it is replaced wholly
+-- by the newest layer that carries it, and inherited from an older layer when a newer
+-- one does not carry it (the app drops routes and series now and then: docs/hae-format.md,
+-- "Known app bugs"). So record_series keeps the winning layer per series, and the
+-- showcase is the same in any fold order.
 
 CREATE TABLE records (
     account_id TEXT NOT NULL,

@@ -1,7 +1,8 @@
--- The parser now covers every section FORMAT.md §3-§5 describes (SPEC §3: the change
--- that covers a section moves the `partial` rows naming it back to `pending`, and the
--- next pass folds them). Rows whose other uncovered keys are still uncovered come back
--- `partial` from that pass, with their list rewritten.
+-- The parser now covers every section docs/hae-format.md describes. The change that
+-- covers a section moves the `partial` rows naming it back to `pending`, and the next
+-- pass folds them (docs/architecture.md, "Coverage and uncovered keys"). Rows whose
+-- other uncovered keys are still uncovered come back `partial` from that pass, with
+-- their list rewritten.
 UPDATE deliveries SET status = 'pending'
 WHERE status = 'partial'
   AND EXISTS (
