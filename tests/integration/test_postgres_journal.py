@@ -22,13 +22,13 @@ from healthlog import ids, wiring
 from healthlog.config import Settings
 from healthlog.errors import (
     Circumstance,
-    ConfigError,
     HealthlogError,
     JournalBusy,
     JournalUnavailable,
 )
-from healthlog.journal import migrate, postgres
+from healthlog.journal import core, migrate
 from healthlog.journal.port import ZERO_CURSOR, Journal
+from healthlog.journal.rows import first_at_or_after, to_text
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, Cursor, Item, NewDelivery, ParseStatus, Point, Record
@@ -109,12 +109,12 @@ def test_pending_page_reads_the_partial_index_among_many_folded_rows(
             journal.insert_delivery(new_delivery(account, T0 + timedelta(days=1, seconds=n)))
         conn.execute("ANALYZE deliveries")
         conn.execute(f"SET plan_cache_mode = {plan_cache_mode}")
-        rows = conn.execute(
-            "EXPLAIN " + postgres.PENDING_PAGE, (ZERO_CURSOR.received_at, "", 100)
-        ).fetchall()
+        sql = journal.driver.statements
+        cursor = {"received_at": to_text(ZERO_CURSOR.received_at), "id": "", "limit": 100}
+        rows = conn.execute("EXPLAIN " + sql["pending_page"], cursor).fetchall()
         found = "\n".join(str(row[0]) for row in rows)
         counted = "\n".join(
-            str(row[0]) for row in conn.execute("EXPLAIN " + postgres.COUNT_PENDING).fetchall()
+            str(row[0]) for row in conn.execute("EXPLAIN " + sql["count_pending"]).fetchall()
         )
 
     assert "deliveries_pending" in found, found
@@ -262,7 +262,7 @@ def test_a_locked_table_makes_insert_raise_journal_busy_with_bounded_backoff(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pauses: list[float] = []
-    monkeypatch.setattr(postgres, "_sleep", pauses.append)
+    monkeypatch.setattr(core, "_sleep", pauses.append)
     new = new_delivery(account)
 
     with raw(pg_url) as locker:
@@ -289,7 +289,7 @@ def test_a_lock_released_between_retries_lets_the_write_land(
             pauses.append(seconds)
             locker.execute("ROLLBACK")
 
-        monkeypatch.setattr(postgres, "_sleep", release_instead_of_sleeping)
+        monkeypatch.setattr(core, "_sleep", release_instead_of_sleeping)
 
         assert impatient.insert_delivery(new_delivery(account)) is True
     assert len(pauses) == 1
@@ -601,13 +601,13 @@ def test_times_are_timestamptz_and_read_back_in_utc_whatever_the_servers_zone(
 
 texts = st.datetimes(
     min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(UTC)
-).map(postgres.to_text)
+).map(to_text)
 
 
 @given(at=texts, prefix=st.one_of(texts.map(lambda t: t[: len(t) // 2]), texts, st.text()))
 def test_a_start_bound_holds_exactly_where_the_text_comparison_does(at: str, prefix: str) -> None:
     """``start >= first_at_or_after(p)`` is ``text(start) >= p``: SQLite's semantics."""
-    bound = postgres.first_at_or_after(prefix)
+    bound = first_at_or_after(prefix)
     instant = datetime.fromisoformat(at)
 
     assert (bound is not None and instant >= bound) == (at >= prefix)
@@ -646,9 +646,3 @@ def test_wiring_opens_a_postgres_journal_for_a_postgresql_url(pg_url: str) -> No
         journal.migrate()
         assert journal.count_pending() == 0
         journal.close()
-
-
-@pytest.mark.parametrize("url", ["sqlite:///x.db", "mysql://h/db", ""])
-def test_from_url_rejects_what_is_not_a_postgresql_url(url: str) -> None:
-    with pytest.raises(ConfigError):
-        PostgresJournal.from_url(url)

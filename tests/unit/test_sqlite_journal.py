@@ -13,13 +13,13 @@ import pytest
 from healthlog import ids
 from healthlog.errors import (
     Circumstance,
-    ConfigError,
     HealthlogError,
     JournalBusy,
     JournalUnavailable,
 )
-from healthlog.journal import migrate, sqlite
+from healthlog.journal import core, migrate, sqlite
 from healthlog.journal.port import ZERO_CURSOR
+from healthlog.journal.rows import from_text, to_text
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, NewDelivery, ParseStatus, Point
 
@@ -86,7 +86,7 @@ def locker(path: str, journal: SqliteJournal) -> Iterator[sqlite3.Connection]:
 # --- query plans -----------------------------------------------------------------------------
 
 
-def plan(journal: SqliteJournal, sql: str, params: tuple[object, ...]) -> str:
+def plan(journal: SqliteJournal, sql: str, params: dict[str, object]) -> str:
     with raw(journal.path) as conn:
         rows = conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
     return "\n".join(row[-1] for row in rows)
@@ -100,7 +100,8 @@ def test_pending_page_searches_the_partial_index_and_never_scans_deliveries(
     with raw(journal.path) as conn:
         conn.execute("ANALYZE")  # the plan holds with statistics too
 
-    found = plan(journal, sqlite.PENDING_PAGE, (sqlite.to_text(T0), "", 10))
+    cursor = {"received_at": to_text(T0), "id": "", "limit": 10}
+    found = plan(journal, journal.driver.statements["pending_page"], cursor)
 
     assert "SEARCH deliveries USING" in found, found
     assert "INDEX deliveries_pending ((received_at,id)>(?,?))" in found, found
@@ -110,7 +111,7 @@ def test_pending_page_searches_the_partial_index_and_never_scans_deliveries(
 
 def test_count_pending_walks_the_partial_index_not_the_table(journal: SqliteJournal) -> None:
     """Its cost is the backlog, not the journal."""
-    found = plan(journal, sqlite.COUNT_PENDING, ())
+    found = plan(journal, journal.driver.statements["count_pending"], {})
 
     assert "INDEX deliveries_pending" in found, found
     assert "deliveries_status" not in found, found
@@ -158,14 +159,15 @@ def test_migrations_are_numbered_from_one_without_gaps() -> None:
     assert versions == list(range(1, len(versions) + 1))
 
 
-def test_a_migration_is_applied_in_the_callers_transaction() -> None:
+def test_a_migration_is_applied_in_the_callers_transaction(tmp_path: Path) -> None:
     """The runner never commits: a failing migration leaves nothing behind."""
     broken = migrate.Migration(1, "broken", "CREATE TABLE a (x);\n-- between\nNOT SQL;\n")
+    journal = SqliteJournal(str(tmp_path / "unused.db"))
     with raw(":memory:") as conn:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(migrate.SCHEMA_MIGRATIONS_DDL)
         with pytest.raises(sqlite3.OperationalError):
-            migrate.run(sqlite._MigrationSession(conn), [broken])
+            migrate.run(core._MigrationSession(journal, conn), [broken])
         conn.execute("ROLLBACK")
 
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
@@ -235,7 +237,7 @@ def test_a_lock_released_between_retries_lets_the_write_land(
         pauses.append(seconds)
         locker.execute("ROLLBACK")
 
-    monkeypatch.setattr(sqlite, "_sleep", release_instead_of_sleeping)
+    monkeypatch.setattr(core, "_sleep", release_instead_of_sleeping)
     impatient = SqliteJournal(path, busy_timeout_ms=20, retries=2)
 
     assert impatient.insert_delivery(new_delivery(account)) is True
@@ -247,7 +249,7 @@ def test_retries_back_off_with_bounded_pauses_before_journal_busy(
     path: str, account: Account, locker: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pauses: list[float] = []
-    monkeypatch.setattr(sqlite, "_sleep", pauses.append)
+    monkeypatch.setattr(core, "_sleep", pauses.append)
     impatient = SqliteJournal(path, busy_timeout_ms=1, retries=3)
 
     with pytest.raises(JournalBusy):
@@ -264,7 +266,7 @@ def test_retries_back_off_with_bounded_pauses_before_journal_busy(
 def test_the_journal_runs_in_wal_mode_with_full_sync_and_foreign_keys(
     journal: SqliteJournal,
 ) -> None:
-    with journal._pool.connection() as conn:
+    with journal.driver.pool.connection() as conn:
         pragmas = [
             conn.execute(f"PRAGMA {name}").fetchone()[0]
             for name in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
@@ -342,31 +344,12 @@ def test_a_point_the_database_cannot_bind_is_not_a_circumstance(
 
 
 def test_times_are_stored_as_fixed_width_utc_text() -> None:
-    assert sqlite.to_text(ZERO_CURSOR.received_at) == "0001-01-01T00:00:00.000000Z"
+    assert to_text(ZERO_CURSOR.received_at) == "0001-01-01T00:00:00.000000Z"
     at = ids.now()
-    assert sqlite.from_text(sqlite.to_text(at)) == at
-    assert len(sqlite.to_text(at.replace(microsecond=0))) == 27
+    assert from_text(to_text(at)) == at
+    assert len(to_text(at.replace(microsecond=0))) == 27
     with pytest.raises(ValueError, match="aware"):
-        sqlite.to_text(at.replace(tzinfo=None))
-
-
-@pytest.mark.parametrize(
-    ("url", "expected"),
-    [
-        ("sqlite:///var/healthlog.db", "var/healthlog.db"),
-        ("sqlite:////srv/healthlog/journal.db", "/srv/healthlog/journal.db"),
-    ],
-)
-def test_from_url_reads_relative_and_absolute_paths(url: str, expected: str) -> None:
-    assert SqliteJournal.from_url(url, busy_timeout_ms=10, retries=1).path == expected
-
-
-@pytest.mark.parametrize(
-    "url", ["sqlite:///", "sqlite:///:memory:", "sqlite://host/x.db", "postgresql://x/y"]
-)
-def test_from_url_rejects_what_is_not_a_file_path(url: str) -> None:
-    with pytest.raises(ConfigError):
-        SqliteJournal.from_url(url)
+        to_text(at.replace(tzinfo=None))
 
 
 # --- threads ---------------------------------------------------------------------------------
@@ -396,7 +379,7 @@ def test_threads_share_one_journal_and_every_write_lands(
 
     assert errors == []
     assert journal.count_pending() == 200
-    assert len(journal._pool._idle) <= sqlite._POOL_KEEP
+    assert len(journal.driver.pool._idle) <= sqlite._POOL_KEEP
 
 
 def test_an_abandoned_export_gives_its_connection_back(
@@ -420,7 +403,7 @@ def test_an_abandoned_export_gives_its_connection_back(
     next(rows)
     rows.close()  # what garbage collection does to an abandoned generator
 
-    assert all(not conn.in_transaction for conn in journal._pool._idle)
+    assert all(not conn.in_transaction for conn in journal.driver.pool._idle)
     # the write lock is free: a write from another connection does not wait
     other = SqliteJournal(journal.path, busy_timeout_ms=0, retries=0)
     assert other.insert_delivery(new_delivery(account, T0 + timedelta(days=1))) is True

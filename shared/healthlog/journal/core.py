@@ -1,0 +1,460 @@
+"""The one implementation of the Journal port, over any dialect's driver.
+
+Accounts, the queue, outcomes, the showcase's reads and the status are written here
+once, as the dialect's named statements (``journal/sql/<backend>.sql``) run through its
+driver (``journal/driver.py``), which does what really differs: connections, one
+transaction, error translation, the fold lock, migration scripts and the bulk
+showcase write. ``SqliteJournal`` and ``PostgresJournal`` are this class with their
+driver.
+
+Retries live here, in one layer: a transaction the driver found busy is tried again
+after a short, jittered, doubling pause, ``retries`` more times, and then
+``JournalBusy`` is raised. Nothing above the journal retries on top.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, TypeVar
+
+import orjson
+
+from healthlog import errors, ids
+from healthlog.journal import migrate as migrations
+from healthlog.journal import rows
+from healthlog.journal.driver import Busy, Connection, Driver, Layer, Params
+from healthlog.journal.port import Journal, StoredPoint, StoredRecord, Summary
+from healthlog.journal.rows import to_text
+from healthlog.model import Account, Cursor, Delivery, NewDelivery, ParseStatus, Point, Record
+
+T = TypeVar("T")
+
+# the pause before retry n (0-based) is up to min(cap, base * 2**n), jittered so two
+# waiting writers do not retry in step
+_BACKOFF_BASE_S = 0.01
+_BACKOFF_CAP_S = 0.2
+
+_sleep = time.sleep  # the one place the journal pauses between retries; tests replace it
+
+#: every statement the core runs; each dialect's file must have them all
+STATEMENTS = (
+    "lock_migrations",
+    "applied_migrations",
+    "record_migration",
+    "add_account",
+    "set_token_hash",
+    "set_time_zone",
+    "token_hash",
+    "account_by_id",
+    "account_by_token_hash",
+    "accounts",
+    "insert_delivery",
+    "pending_page",
+    "count_pending",
+    "get_delivery",
+    "begin_attempt",
+    "release_attempt",
+    "write_outcome",
+    "delivery_status",
+    "deliveries",
+    "has_uncovered",
+    "summary_pending",
+    "summary_settled",
+    "summary_last",
+    "summary_uncovered",
+    "summary_points",
+    "summary_records",
+    "export_points",
+    "export_records",
+    "export_record_items",
+    *rows.FINGERPRINT_STATEMENTS,
+)
+
+
+class SqlJournal:
+    """The Journal port, once, over a dialect's ``Driver``."""
+
+    def __init__(self, driver: Driver, *, retries: int = 5) -> None:
+        if retries < 0:
+            raise errors.ConfigError("retries must not be negative")
+        self._driver = driver
+        self._sql = driver.statements
+        self._retries = retries
+
+    @property
+    def backend(self) -> str:
+        return self._driver.backend
+
+    # --- transactions ---------------------------------------------------------------------
+
+    def _transaction(
+        self, work: Callable[[Connection], T], *, write: bool, consistent: bool = False
+    ) -> T:
+        """Run ``work`` in one transaction, again on a busy database, then JournalBusy."""
+        attempt = 0
+        while True:
+            try:
+                return self._driver.attempt(work, write=write, consistent=consistent)
+            except Busy as exc:
+                if attempt >= self._retries:
+                    # caused by what the driver met, as if no layer stood between
+                    raise errors.JournalBusy() from (exc.__cause__ or exc)
+            pause = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt)
+            _sleep(pause * random.uniform(0.5, 1.0))  # noqa: S311  (jitter, not secrecy)
+            attempt += 1
+
+    def _write(self, work: Callable[[Connection], T]) -> T:
+        return self._transaction(work, write=True)
+
+    def _one(self, name: str, params: Params) -> Any:
+        """The first row of one read statement (None if it has none)."""
+        sql = self._sql[name]
+        return self._transaction(lambda conn: conn.execute(sql, params).fetchone(), write=False)
+
+    def _all(self, name: str, params: Params) -> list[Any]:
+        sql = self._sql[name]
+        return self._transaction(lambda conn: conn.execute(sql, params).fetchall(), write=False)
+
+    def _filters(self, alias: str = "", **equal: str | None) -> tuple[str, dict[str, Any]]:
+        """``AND column = :column`` for each value given, for a statement's ``/*and*/`` slot."""
+        given = {column: value for column, value in equal.items() if value is not None}
+        text = "".join(f" AND {alias}{column} = {self._sql.param(column)}" for column in given)
+        return text, given
+
+    # --- schema -----------------------------------------------------------------------------
+
+    def migrate(self, *, target: int | None = None) -> None:
+        """Apply the migrations not applied yet, up to ``target`` (default: all).
+
+        In one write transaction that excludes other migrators (the dialect's
+        ``lock_migrations``): two processes starting at once apply each migration once.
+        """
+        known = migrations.load(self.backend)
+        sql = self._sql
+
+        def work(conn: Connection) -> list[migrations.Migration]:
+            conn.execute(sql["lock_migrations"], {})
+            self._driver.run_script(conn, migrations.SCHEMA_MIGRATIONS_DDL)
+            return migrations.run(_MigrationSession(self, conn), known, target=target)
+
+        migrations.log_applied(self.backend, self._write(work))
+
+    def close(self) -> None:
+        self._driver.close()
+
+    def fold_lock(self, wait_s: float = 0.0) -> AbstractContextManager[bool]:
+        return self._driver.fold_lock(wait_s)
+
+    # --- accounts ---------------------------------------------------------------------------
+
+    def add_account(
+        self,
+        name: str,
+        token_hash: str,
+        *,
+        account_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> Account:
+        account = Account(
+            id=str(uuid.uuid4()) if account_id is None else account_id,
+            name=name,
+            created_at=ids.now() if created_at is None else created_at,
+        )
+        params = {
+            "id": account.id,
+            "name": name,
+            "token_hash": token_hash,
+            "created_at": to_text(account.created_at),
+        }
+        sql = self._sql["add_account"]
+        # the driver turns the unique columns' violations into the typed account errors
+        self._write(lambda conn: conn.execute(sql, params))
+        return account
+
+    def _change_account(self, name: str, params: Params) -> None:
+        sql = self._sql[name]
+
+        def work(conn: Connection) -> None:
+            if conn.execute(sql, params).rowcount != 1:
+                raise errors.AccountNotFound()
+
+        self._write(work)
+
+    def set_token_hash(self, account_id: str, token_hash: str) -> None:
+        self._change_account("set_token_hash", {"id": account_id, "token_hash": token_hash})
+
+    def set_time_zone(self, account_id: str, time_zone: str) -> None:
+        self._change_account("set_time_zone", {"id": account_id, "time_zone": time_zone})
+
+    def token_hash(self, account_id: str) -> str | None:
+        row = self._one("token_hash", {"id": account_id})
+        return None if row is None else str(row[0])
+
+    def account_by_token_hash(self, token_hash: str) -> Account | None:
+        row = self._one("account_by_token_hash", {"token_hash": token_hash})
+        return None if row is None else rows.account(row)
+
+    def get_account(self, account_id: str) -> Account | None:
+        row = self._one("account_by_id", {"id": account_id})
+        return None if row is None else rows.account(row)
+
+    def accounts(self) -> list[Account]:
+        return [rows.account(row) for row in self._all("accounts", {})]
+
+    # --- ingest -----------------------------------------------------------------------------
+
+    def insert_delivery(self, new: NewDelivery) -> bool:
+        params = {
+            "id": new.id,
+            "account_id": new.account_id,
+            "received_at": to_text(new.received_at),
+            "archive_key": new.archive_key,
+            "size": new.size,
+            "content_type": new.content_type,
+            "headers": orjson.dumps(new.headers).decode(),
+        }
+        sql = self._sql["insert_delivery"]
+        # a missing account is the driver's NoSuchAccount (the foreign key)
+        return self._write(lambda conn: conn.execute(sql, params).rowcount == 1)
+
+    # --- the queue --------------------------------------------------------------------------
+
+    def pending_page(self, after: Cursor, limit: int) -> list[Cursor]:
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        params = {"received_at": to_text(after.received_at), "id": after.id, "limit": limit}
+        page = self._all("pending_page", params)
+        return [Cursor(rows.from_text(at), delivery_id) for at, delivery_id in page]
+
+    def count_pending(self) -> int:
+        return int(self._one("count_pending", {})[0])
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None:
+        row = self._one("get_delivery", {"id": delivery_id})
+        return None if row is None else rows.delivery(row)
+
+    def begin_attempt(self, delivery_id: str) -> int:
+        sql = self._sql["begin_attempt"]
+
+        def work(conn: Connection) -> int:
+            # all: the statement must be finished before COMMIT
+            counted = conn.execute(sql, {"id": delivery_id}).fetchall()
+            if not counted:
+                raise errors.Conflict("the delivery is not in the journal")
+            return int(counted[0][0])
+
+        return self._write(work)
+
+    def release_attempt(self, delivery_id: str) -> None:
+        sql = self._sql["release_attempt"]
+        self._write(lambda conn: conn.execute(sql, {"id": delivery_id}))
+
+    def write_outcome(
+        self,
+        delivery_id: str,
+        *,
+        expected: ParseStatus,
+        status: ParseStatus,
+        uncovered: tuple[str, ...],
+        failure: str | None,
+        points: Sequence[Point],
+        records: Sequence[Record] = (),
+    ) -> None:
+        params = {
+            "id": delivery_id,
+            "expected": expected.value,
+            "status": status.value,
+            "uncovered": orjson.dumps(uncovered).decode(),
+            "failure": failure,
+            "points": len(points),
+            "folded_at": to_text(ids.now()),
+        }
+        sql = self._sql
+
+        def work(conn: Connection) -> None:
+            # the status guard and the outcome in one statement, which returns the layer
+            won = conn.execute(sql["write_outcome"], params).fetchall()
+            if not won:
+                found = conn.execute(sql["delivery_status"], {"id": delivery_id}).fetchone()
+                if found is None:
+                    raise errors.Conflict("the delivery is not in the journal")
+                raise errors.Conflict(
+                    f"the delivery is {found[0]}, not {expected.value}; outcome not written"
+                )
+            account_id, received_at = won[0]
+            layer = Layer(account_id, received_at, delivery_id)
+            self._driver.write_showcase(conn, layer, points, records)
+
+        self._write(work)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def deliveries(
+        self,
+        *,
+        status: ParseStatus | None = None,
+        uncovered_key: str | None = None,
+        account_id: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Delivery]:
+        where, params = self._filters(
+            status=None if status is None else status.value, account_id=account_id
+        )
+        if uncovered_key is not None:
+            where += " AND " + self._sql["has_uncovered"]
+            params["uncovered_key"] = uncovered_key
+        fragments = {"and": where, "order": "DESC" if newest_first else "ASC"}
+        if limit is not None:
+            if limit < 0:
+                raise ValueError("limit must not be negative")
+            fragments["limit"] = "LIMIT " + self._sql.param("limit")
+            params["limit"] = limit
+        sql = self._sql.render("deliveries", **fragments)
+        found = self._transaction(lambda conn: conn.execute(sql, params).fetchall(), write=False)
+        return [rows.delivery(row) for row in found]
+
+    def summary(self, account_id: str | None = None) -> Summary:
+        where, params = self._filters(account_id=account_id)
+        sql = {
+            name: self._sql.render(name, **{"and": where})
+            for name in (
+                "summary_pending",
+                "summary_settled",
+                "summary_last",
+                "summary_uncovered",
+                "summary_points",
+                "summary_records",
+            )
+        }
+
+        def work(conn: Connection) -> Summary:
+            pending, oldest = conn.execute(sql["summary_pending"], params).fetchone()
+            counts = {s.value: 0 for s in ParseStatus}
+            counts.update(conn.execute(sql["summary_settled"], params).fetchall())
+            counts[ParseStatus.PENDING.value] = pending
+            last = conn.execute(sql["summary_last"], params).fetchone()[0]
+            return Summary(
+                counts=counts,
+                oldest_pending=None if oldest is None else rows.from_text(oldest),
+                last_delivery=None if last is None else rows.from_text(last),
+                uncovered=dict(conn.execute(sql["summary_uncovered"], params).fetchall()),
+                points=conn.execute(sql["summary_points"], params).fetchone()[0],
+                records=dict(conn.execute(sql["summary_records"], params).fetchall()),
+            )
+
+        # one snapshot for every count of the report
+        return self._transaction(work, write=False, consistent=True)
+
+    def _export_filters(
+        self,
+        alias: str,
+        equal: dict[str, str | None],
+        start_from: str | None,
+        start_to: str | None,
+    ) -> tuple[str, dict[str, Any]] | None:
+        """An export's filters; None when no stored start can pass them."""
+        where, params = self._filters(alias, **equal)
+        if start_from is not None:
+            lowest = rows.start_bound(start_from)
+            if lowest is None:
+                return None  # no stored start sorts at or after it
+            where += f" AND {alias}start >= {self._sql.param('start_from')}"
+            params["start_from"] = lowest
+        if start_to is not None:
+            highest = rows.start_bound(start_to)
+            if highest is not None:  # else every stored start sorts before it
+                where += f" AND {alias}start < {self._sql.param('start_to')}"
+                params["start_to"] = highest
+        return where, params
+
+    def export_points(
+        self,
+        *,
+        account_id: str | None = None,
+        metric: str | None = None,
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> Iterator[StoredPoint]:
+        """Showcase rows ordered by (account, metric, start, field, source).
+
+        ``start_from`` is inclusive and ``start_to`` exclusive, both holding as they
+        would against the UTC ``start`` text (a prefix such as ``2024-01-31`` works).
+        """
+        equal = {"account_id": account_id, "metric": metric}
+        filters = self._export_filters("", equal, start_from, start_to)
+        if filters is None:
+            return iter(())
+        where, params = filters
+        sql = self._sql.render("export_points", **{"and": where})
+        return self._export_points(sql, params)
+
+    def _export_points(self, sql: str, params: Params) -> Iterator[StoredPoint]:
+        with self._driver.streaming() as stream:
+            yield from map(rows.stored_point, stream(sql, params))
+
+    def export_records(
+        self,
+        *,
+        account_id: str | None = None,
+        section: str | None = None,
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> Iterator[StoredRecord]:
+        """Records with their items, ordered by (account, section, start, identity).
+
+        The records and their items are two statements read side by side in one
+        snapshot, both in this order, and merged: memory stays flat however many.
+        """
+        equal = {"account_id": account_id, "section": section}
+        filters = self._export_filters("r.", equal, start_from, start_to)
+        if filters is None:
+            return iter(())
+        where, params = filters
+        records = self._sql.render("export_records", **{"and": where})
+        items = self._sql.render("export_record_items", **{"and": where})
+        return self._export_records(records, items, params)
+
+    def _export_records(self, records: str, items: str, params: Params) -> Iterator[StoredRecord]:
+        with self._driver.streaming() as stream:
+            yield from rows.with_items(stream(records, params), stream(items, params))
+
+    def fingerprint(self, account_id: str | None = None) -> str:
+        """A hash of the whole showcase (every column of every row, in key order)."""
+        where, params = self._filters(account_id=account_id)
+        queries = [self._sql.render(name, **{"and": where}) for name in rows.FINGERPRINT_STATEMENTS]
+        with self._driver.streaming() as stream:
+            return rows.fingerprint(stream(sql, params) for sql in queries)
+
+
+class _MigrationSession:
+    """The migration runner's view of one open, exclusive transaction."""
+
+    def __init__(self, journal: SqlJournal, conn: Connection) -> None:
+        self._journal = journal
+        self._conn = conn
+
+    def applied(self) -> set[int]:
+        sql = self._journal._sql["applied_migrations"]
+        return {int(row[0]) for row in self._conn.execute(sql, {}).fetchall()}
+
+    def apply(self, migration: migrations.Migration) -> None:
+        self._journal._driver.run_script(self._conn, migration.sql)
+        self._conn.execute(
+            self._journal._sql["record_migration"],
+            {
+                "version": migration.version,
+                "name": migration.name,
+                "applied_at": to_text(ids.now()),
+            },
+        )
+
+
+def _conforms(journal: SqlJournal) -> Journal:
+    """mypy checks here that the journal satisfies the port."""
+    return journal

@@ -1,0 +1,105 @@
+"""What a dialect's driver does for the one journal (``healthlog.journal.core``).
+
+The journal core holds every account, queue, outcome and read method once, and runs
+the dialect's named statements (``journal/sql/<backend>.sql``). A driver does only what
+really differs between databases:
+
+* connecting and pooling;
+* one transaction, once (``attempt``), with driver errors translated into the domain's:
+  ``Busy`` when the database was busy (the core retries, bounded and jittered, and then
+  raises ``JournalBusy``), ``JournalUnavailable`` when it cannot be reached, the typed
+  account errors for a taken name, token or id, ``NoSuchAccount`` for a delivery whose
+  account is missing, and a plain ``HealthlogError`` for a statement it refused;
+* streaming rows of several statements from one snapshot;
+* the journal-wide fold lock;
+* running a migration script;
+* the showcase's bulk write (SQLite upserts row by row, PostgreSQL copies).
+
+Values cross this boundary as the port has them: times as fixed-width UTC text, lists
+as JSON text; the dialect's SQL converts where its columns are typed otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+from healthlog.errors import JournalBusy
+from healthlog.journal.statements import Statements
+from healthlog.model import Point, Record
+
+T = TypeVar("T")
+
+Params = Mapping[str, Any]
+
+
+class Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """What the core asks of a connection: one statement with named parameters."""
+
+    def execute(self, sql: str, params: Params = ..., /) -> Cursor: ...
+
+
+#: runs one statement in the stream's snapshot and yields its rows, lazily
+Rows = Callable[[str, Params], Iterator[tuple[Any, ...]]]
+
+
+class Layer(NamedTuple):
+    """Whose a delivery's showcase rows are, and the layer's version (received_at, id)."""
+
+    account_id: str
+    received_at: str
+    delivery_id: str
+
+
+class Busy(JournalBusy):
+    """The database was busy for this attempt; the core tries the transaction again."""
+
+
+class Driver(Protocol):
+    #: names the SQL file and the migrations folder
+    backend: str
+    statements: Statements
+
+    def attempt(
+        self, work: Callable[[Connection], T], *, write: bool, consistent: bool = False
+    ) -> T:
+        """Run ``work`` in one transaction, once; raise ``Busy`` when the database was busy.
+
+        ``write`` transactions may change rows; ``consistent`` asks that every statement
+        of a read sees one snapshot.
+        """
+
+    def streaming(self) -> AbstractContextManager[Rows]:
+        """A snapshot to stream rows from, statement by statement; no retries.
+
+        Driver errors met while the rows are read are translated as in ``attempt``.
+        """
+
+    def fold_lock(self, wait_s: float) -> AbstractContextManager[bool]:
+        """The journal-wide fold lock (see ``Journal.fold_lock``)."""
+
+    def run_script(self, conn: Connection, script: str) -> None:
+        """Run a migration's SQL in the open transaction, without committing."""
+
+    def write_showcase(
+        self, conn: Connection, layer: Layer, points: Sequence[Point], records: Sequence[Record]
+    ) -> None:
+        """Upsert a delivery's points and records under its layer, in the open transaction.
+
+        Points and record rows under the layer guard (a stored row is overwritten only
+        by a layer that is not older; the last of two entries with one key in one
+        delivery wins); each series a record carries replaces the stored series wholly
+        unless a newer layer holds it; a series it does not carry is left as stored.
+        """
+
+    def close(self) -> None: ...

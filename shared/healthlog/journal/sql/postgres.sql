@@ -1,0 +1,405 @@
+-- The PostgreSQL journal's statements: each under a `-- name --` line and a one-line
+-- description, loaded once by healthlog.journal.statements. Parameters are psycopg's
+-- named style (%(name)s); a literal percent sign would be written %%.
+--
+-- The values the journal core passes and reads back are the port's: times as
+-- fixed-width UTC text, lists as JSON text. The columns are timestamptz, text[] and
+-- jsonb, so the conversions are here, at the edge: times go in as text (cast where
+-- the type is not implied) and come out through
+--   to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+-- (the port's text to the microsecond, year 1 included); uncovered lists go in through
+-- jsonb_array_elements_text and come out as to_json(...)::text. A showcase row reads
+-- back exactly as it was written, and the fingerprint hashes the very rows SQLite
+-- hashes. A `/*name*/` comment is a slot where the core puts a fixed fragment (filters
+-- of its own making, never a value): unfilled, it is only a comment.
+
+-- lock_migrations --
+-- One migrator at a time: a second process starting at once waits, then finds them applied.
+-- (Advisory lock keys are fixed and per database; the migrators' key is b"hl:migr\0" and
+-- the fold's b"hl:fold\0", read as big-endian integers.)
+SELECT pg_advisory_xact_lock(7524453319023489536)
+
+-- applied_migrations --
+-- The versions recorded as applied.
+SELECT version FROM schema_migrations
+
+-- record_migration --
+-- Record a migration as applied, in the transaction that applied it.
+INSERT INTO schema_migrations (version, name, applied_at)
+VALUES (%(version)s, %(name)s, %(applied_at)s)
+
+-- add_account --
+-- A new account; the unique name, token hash and id are the database's to enforce.
+INSERT INTO accounts (id, name, token_hash, created_at)
+VALUES (%(id)s, %(name)s, %(token_hash)s, %(created_at)s)
+
+-- set_token_hash --
+-- Replace an account's token hash.
+UPDATE accounts SET token_hash = %(token_hash)s WHERE id = %(id)s
+
+-- set_time_zone --
+-- Set the zone in which an account's offset-less times are read.
+UPDATE accounts SET time_zone = %(time_zone)s WHERE id = %(id)s
+
+-- token_hash --
+-- An account's stored token hash.
+SELECT token_hash FROM accounts WHERE id = %(id)s
+
+-- account_by_id --
+-- One account by its id.
+SELECT id, name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       time_zone
+FROM accounts WHERE id = %(id)s
+
+-- account_by_token_hash --
+-- The account a token hash belongs to.
+SELECT id, name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       time_zone
+FROM accounts WHERE token_hash = %(token_hash)s
+
+-- accounts --
+-- Every account, by name.
+SELECT id, name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       time_zone
+FROM accounts ORDER BY name
+
+-- insert_delivery --
+-- Journal a delivery as pending; a second insert of one id changes nothing.
+INSERT INTO deliveries (id, account_id, received_at, archive_key, size, content_type, headers)
+VALUES (%(id)s, %(account_id)s, %(received_at)s, %(archive_key)s, %(size)s,
+        %(content_type)s, %(headers)s::jsonb)
+ON CONFLICT (id) DO NOTHING
+
+-- pending_page --
+-- Pending deliveries strictly after a (received_at, id) cursor, in that order.
+-- `status = 'pending'` is literal: the planner can only prove the partial index
+-- deliveries_pending applies to a literal (also in a prepared statement's generic
+-- plan). The row value is one index condition: a range of that index from the cursor
+-- on, in order, with no sort.
+SELECT to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), id
+FROM deliveries
+WHERE status = 'pending' AND (received_at, id) > (%(received_at)s::timestamptz, %(id)s)
+ORDER BY received_at, id
+LIMIT %(limit)s
+
+-- count_pending --
+-- The backlog, counted in the partial index: its cost is the backlog, not the journal.
+SELECT count(*) FROM deliveries WHERE status = 'pending'
+
+-- get_delivery --
+-- One delivery with every column the port has.
+SELECT id, account_id,
+       to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
+       failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       headers::text
+FROM deliveries WHERE id = %(id)s
+
+-- begin_attempt --
+-- Count a fold attempt; returns the new count (no row: no such delivery).
+UPDATE deliveries SET attempts = attempts + 1 WHERE id = %(id)s RETURNING attempts
+
+-- release_attempt --
+-- Undo a counted attempt of a fold that circumstances stopped.
+UPDATE deliveries SET attempts = greatest(attempts - 1, 0) WHERE id = %(id)s
+
+-- write_outcome --
+-- The outcome, guarded by the expected status; returns the layer (no row: guard failed).
+-- The UPDATE locks the delivery row, so a second writer waits for the first to commit,
+-- then finds the status changed and updates nothing (READ COMMITTED re-checks the
+-- WHERE on the row's newest version).
+UPDATE deliveries
+SET status = %(status)s,
+    uncovered = ARRAY(SELECT jsonb_array_elements_text(%(uncovered)s::jsonb)),
+    failure = %(failure)s, points = %(points)s, attempts = 0, folded_at = %(folded_at)s
+WHERE id = %(id)s AND status = %(expected)s
+RETURNING account_id,
+          to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+
+-- delivery_status --
+-- A delivery's status, to say why an outcome's guard failed.
+SELECT status FROM deliveries WHERE id = %(id)s
+
+-- deliveries --
+-- The deliveries listing, under the core's filters, oldest or newest first.
+SELECT id, account_id,
+       to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
+       failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       headers::text
+FROM deliveries
+WHERE true /*and*/
+ORDER BY received_at /*order*/, id /*order*/
+/*limit*/
+
+-- has_uncovered --
+-- A filter: the delivery's uncovered list names the key.
+%(uncovered_key)s = ANY (uncovered)
+
+-- summary_pending --
+-- The queue's length and its oldest delivery, from the partial index.
+SELECT count(*), to_char(min(received_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM deliveries WHERE status = 'pending' /*and*/
+
+-- summary_settled --
+-- The folded deliveries per status.
+SELECT status, count(*) FROM deliveries WHERE status <> 'pending' /*and*/ GROUP BY status
+
+-- summary_last --
+-- When the last delivery arrived.
+SELECT to_char(max(received_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM deliveries WHERE true /*and*/
+
+-- summary_uncovered --
+-- Per uncovered key, the deliveries naming it (DISTINCT: a key named twice counts once).
+SELECT key, count(DISTINCT deliveries.id)
+FROM deliveries, unnest(deliveries.uncovered) AS key
+WHERE deliveries.uncovered <> '{}' /*and*/
+GROUP BY key
+
+-- summary_points --
+-- Rows in the showcase's points.
+SELECT count(*) FROM points WHERE true /*and*/
+
+-- summary_records --
+-- Records per section.
+SELECT section, count(*) FROM records WHERE true /*and*/ GROUP BY section
+
+-- export_points --
+-- Showcase points under the core's filters, in export (primary key) order.
+SELECT account_id, metric, field, source,
+       to_char(start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), utc_offset,
+       to_char("end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), qty, text, unit,
+       extra, to_char(layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       layer_id
+FROM points
+WHERE true /*and*/
+ORDER BY account_id, metric, start, field, source
+
+-- export_records --
+-- Records under the core's filters, in export order (those without a start first).
+SELECT r.account_id, r.section, r.identity,
+       to_char(r.start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       to_char(r."end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), r.utc_offset,
+       r.name, r.source, r.body,
+       to_char(r.layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       r.layer_id
+FROM records AS r
+WHERE true /*and*/
+ORDER BY r.account_id, r.section, r.start NULLS FIRST, r.identity
+
+-- export_record_items --
+-- The items of those records, in the same order, then by (series, seq): the core
+-- merges the two streams.
+SELECT r.account_id, r.section, r.identity, i.series, i.seq,
+       to_char(i.t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), i.qty, i.lat,
+       i.lon, i.alt, i.unit, i.extra
+FROM records AS r
+JOIN record_items AS i
+  ON i.account_id = r.account_id AND i.section = r.section AND i.identity = r.identity
+WHERE true /*and*/
+ORDER BY r.account_id, r.section, r.start NULLS FIRST, r.identity, i.series, i.seq
+
+-- fingerprint_points --
+-- The fingerprint's first table: every point, in key order.
+SELECT account_id, metric, field, source,
+       to_char(start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), utc_offset,
+       to_char("end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), qty, text, unit,
+       extra, to_char(layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       layer_id
+FROM points WHERE true /*and*/
+ORDER BY account_id, metric, start, field, source
+
+-- fingerprint_records --
+-- The fingerprint's second table: every record, in key order.
+SELECT account_id, section, identity,
+       to_char(start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       to_char("end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), utc_offset, name,
+       source, body,
+       to_char(layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       layer_id
+FROM records WHERE true /*and*/
+ORDER BY account_id, section, identity
+
+-- fingerprint_series --
+-- The fingerprint's third table: every series' winning layer, in key order.
+SELECT account_id, section, identity, series,
+       to_char(layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       layer_id
+FROM record_series WHERE true /*and*/
+ORDER BY account_id, section, identity, series
+
+-- fingerprint_items --
+-- The fingerprint's fourth table: every item, in key order.
+SELECT account_id, section, identity, series, seq,
+       to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), qty, lat, lon, alt,
+       unit, extra
+FROM record_items WHERE true /*and*/
+ORDER BY account_id, section, identity, series, seq
+
+-- fold_lock_try --
+-- Take the journal-wide fold lock if it is free (session level: the server drops it
+-- when the session ends, also when the holder dies).
+SELECT pg_try_advisory_lock(7524453289059705856)
+
+-- fold_lock_wait --
+-- Wait for the fold lock, under the session's lock_timeout.
+SELECT pg_advisory_lock(7524453289059705856)
+
+-- fold_unlock --
+-- Release the fold lock at once, so the next holder need not wait for the session to end.
+SELECT pg_advisory_unlock(7524453289059705856)
+
+-- fold_lock_keepalives --
+-- The fold lock's session probes a silent client after 30 s and gives up after three
+-- unanswered probes, so a holder whose machine vanished (not only its process)
+-- releases the lock within about a minute instead of the OS's two hours.
+SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3
+
+-- incoming --
+-- The session's temporary tables that a delivery's showcase rows are copied into.
+-- COPY into them, then one upsert each from there: for 100k points it took 0.7-1.4 s
+-- against 2-4 s for executemany (pipelined) and 1.3-2 s for an INSERT from
+-- unnest(arrays); for 100 points all three take ~5 ms. `n` is the position in the
+-- delivery, so the last of two entries with one key wins, as row-by-row upserts would.
+CREATE TEMPORARY TABLE IF NOT EXISTS incoming_points (
+    n integer NOT NULL,
+    metric text COLLATE "C" NOT NULL,
+    field text COLLATE "C" NOT NULL,
+    source text COLLATE "C" NOT NULL,
+    start timestamptz NOT NULL,
+    utc_offset integer,
+    "end" timestamptz,
+    qty double precision,
+    text text,
+    unit text NOT NULL,
+    extra text
+) ON COMMIT DELETE ROWS;
+CREATE TEMPORARY TABLE IF NOT EXISTS incoming_records (
+    n integer NOT NULL,
+    section text COLLATE "C" NOT NULL,
+    identity text COLLATE "C" NOT NULL,
+    start timestamptz,
+    "end" timestamptz,
+    utc_offset integer,
+    name text,
+    source text,
+    body text NOT NULL
+) ON COMMIT DELETE ROWS;
+CREATE TEMPORARY TABLE IF NOT EXISTS incoming_items (
+    n integer NOT NULL,
+    section text COLLATE "C" NOT NULL,
+    identity text COLLATE "C" NOT NULL,
+    series text COLLATE "C" NOT NULL,
+    seq integer NOT NULL,
+    t timestamptz,
+    qty double precision,
+    lat double precision,
+    lon double precision,
+    alt double precision,
+    unit text,
+    extra text
+) ON COMMIT DELETE ROWS
+
+-- copy_points --
+-- A delivery's points into the session's incoming table.
+COPY incoming_points (n, metric, field, source, start, utc_offset, "end", qty, text, unit,
+                      extra)
+FROM STDIN
+
+-- upsert_points --
+-- The incoming points under the layer guard: a stored point is overwritten only by a
+-- layer that is not older, so the newest layer wins whatever order deliveries are
+-- folded in, and refolding a delivery rewrites the same values. One statement may not
+-- update a row twice, so a key the delivery carries twice keeps its last point; the
+-- sort also takes the rows' locks in key order, so two folds of overlapping
+-- deliveries queue behind each other instead of deadlocking.
+INSERT INTO points (account_id, metric, field, source, start, utc_offset, "end", qty, text,
+                    unit, extra, layer_received_at, layer_id)
+SELECT DISTINCT ON (i.metric, i.start, i.field, i.source)
+       %(account)s, i.metric, i.field, i.source, i.start, i.utc_offset, i."end", i.qty,
+       i.text, i.unit, i.extra, %(at)s::timestamptz, %(id)s
+FROM incoming_points AS i
+ORDER BY i.metric, i.start, i.field, i.source, i.n DESC
+ON CONFLICT (account_id, metric, start, field, source) DO UPDATE SET
+    utc_offset = excluded.utc_offset,
+    "end" = excluded."end",
+    qty = excluded.qty,
+    text = excluded.text,
+    unit = excluded.unit,
+    extra = excluded.extra,
+    layer_received_at = excluded.layer_received_at,
+    layer_id = excluded.layer_id
+WHERE (excluded.layer_received_at, excluded.layer_id)
+      >= (points.layer_received_at, points.layer_id)
+
+-- copy_records --
+-- A delivery's records into the session's incoming table.
+COPY incoming_records (n, section, identity, start, "end", utc_offset, name, source, body)
+FROM STDIN
+
+-- upsert_records --
+-- The incoming records' rows under the same layer guard; their series follow.
+INSERT INTO records (account_id, section, identity, start, "end", utc_offset, name, source,
+                     body, layer_received_at, layer_id)
+SELECT DISTINCT ON (i.section, i.identity)
+       %(account)s, i.section, i.identity, i.start, i."end", i.utc_offset, i.name, i.source,
+       i.body, %(at)s::timestamptz, %(id)s
+FROM incoming_records AS i
+ORDER BY i.section, i.identity, i.n DESC
+ON CONFLICT (account_id, section, identity) DO UPDATE SET
+    start = excluded.start,
+    "end" = excluded."end",
+    utc_offset = excluded.utc_offset,
+    name = excluded.name,
+    source = excluded.source,
+    body = excluded.body,
+    layer_received_at = excluded.layer_received_at,
+    layer_id = excluded.layer_id
+WHERE (excluded.layer_received_at, excluded.layer_id)
+      >= (records.layer_received_at, records.layer_id)
+
+-- copy_items --
+-- A delivery's record items into the session's incoming table.
+COPY incoming_items (n, section, identity, series, seq, t, qty, lat, lon, alt, unit, extra)
+FROM STDIN
+
+-- claim_series --
+-- A series the delivery carries passes to its layer unless a newer layer holds it; the
+-- series this layer won lose their stored items. (The upsert locks each series row,
+-- also where the guard refuses it, so two writers of one series take turns.)
+WITH won AS (
+    INSERT INTO record_series (account_id, section, identity, series, layer_received_at,
+                               layer_id)
+    SELECT DISTINCT ON (i.section, i.identity, i.series)
+           %(account)s, i.section, i.identity, i.series, %(at)s::timestamptz, %(id)s
+    FROM incoming_items AS i
+    ORDER BY i.section, i.identity, i.series
+    ON CONFLICT (account_id, section, identity, series) DO UPDATE SET
+        layer_received_at = excluded.layer_received_at,
+        layer_id = excluded.layer_id
+    WHERE (excluded.layer_received_at, excluded.layer_id)
+          >= (record_series.layer_received_at, record_series.layer_id)
+    RETURNING section, identity, series
+)
+DELETE FROM record_items AS r
+USING won
+WHERE r.account_id = %(account)s
+  AND (r.section, r.identity, r.series) = (won.section, won.identity, won.series)
+
+-- insert_items --
+-- This delivery's items for the series it won: those of the last record that carries
+-- the series (a record twice in one delivery).
+INSERT INTO record_items (account_id, section, identity, series, seq, t, qty, lat, lon, alt,
+                          unit, extra)
+SELECT s.account_id, i.section, i.identity, i.series, i.seq, i.t, i.qty, i.lat, i.lon,
+       i.alt, i.unit, i.extra
+FROM incoming_items AS i
+JOIN (SELECT section, identity, series, max(n) AS n
+      FROM incoming_items GROUP BY section, identity, series) AS last
+  USING (section, identity, series, n)
+JOIN record_series AS s
+  ON s.account_id = %(account)s
+ AND (s.section, s.identity, s.series) = (i.section, i.identity, i.series)
+ AND (s.layer_received_at, s.layer_id) = (%(at)s::timestamptz, %(id)s)
+ORDER BY i.section, i.identity, i.series, i.seq

@@ -1,0 +1,254 @@
+-- The SQLite journal's statements: each under a `-- name --` line and a one-line
+-- description, loaded once by healthlog.journal.statements. Parameters are sqlite3's
+-- named style (:name), except in the showcase's bulk statements at the end, which the
+-- driver runs with executemany and positional tuples (?), the cheaper form per row.
+--
+-- The values the journal core passes and reads back are the port's: times as
+-- fixed-width UTC text, lists as JSON text. SQLite stores exactly those, so nothing
+-- here converts. A `/*name*/` comment is a slot where the core puts a fixed fragment
+-- (filters of its own making, never a value): unfilled, it is only a comment.
+
+-- lock_migrations --
+-- Nothing to do: the migration's transaction is BEGIN IMMEDIATE, which excludes others.
+SELECT 1
+
+-- applied_migrations --
+-- The versions recorded as applied.
+SELECT version FROM schema_migrations
+
+-- record_migration --
+-- Record a migration as applied, in the transaction that applied it.
+INSERT INTO schema_migrations (version, name, applied_at) VALUES (:version, :name, :applied_at)
+
+-- add_account --
+-- A new account; the unique name, token hash and id are the database's to enforce.
+INSERT INTO accounts (id, name, token_hash, created_at)
+VALUES (:id, :name, :token_hash, :created_at)
+
+-- set_token_hash --
+-- Replace an account's token hash.
+UPDATE accounts SET token_hash = :token_hash WHERE id = :id
+
+-- set_time_zone --
+-- Set the zone in which an account's offset-less times are read.
+UPDATE accounts SET time_zone = :time_zone WHERE id = :id
+
+-- token_hash --
+-- An account's stored token hash.
+SELECT token_hash FROM accounts WHERE id = :id
+
+-- account_by_id --
+-- One account by its id.
+SELECT id, name, created_at, time_zone FROM accounts WHERE id = :id
+
+-- account_by_token_hash --
+-- The account a token hash belongs to.
+SELECT id, name, created_at, time_zone FROM accounts WHERE token_hash = :token_hash
+
+-- accounts --
+-- Every account, by name.
+SELECT id, name, created_at, time_zone FROM accounts ORDER BY name
+
+-- insert_delivery --
+-- Journal a delivery as pending; a second insert of one id changes nothing.
+INSERT INTO deliveries (id, account_id, received_at, archive_key, size, content_type, headers)
+VALUES (:id, :account_id, :received_at, :archive_key, :size, :content_type, :headers)
+ON CONFLICT (id) DO NOTHING
+
+-- pending_page --
+-- Pending deliveries strictly after a (received_at, id) cursor, in that order.
+-- INDEXED BY names the partial index: SQLite documents the clause for exactly this, a
+-- time-sensitive query whose plan must not change silently (a missing index is an
+-- error, not a quiet slide into a scan of deliveries_status, which holds the whole
+-- table). `status = 'pending'` is literal: the planner can only prove a partial index
+-- applies to a literal. The row value keeps the cursor one index SEARCH; the
+-- OR-expanded form (a > ? OR (a = ? AND b > ?)) makes SQLite scan.
+SELECT received_at, id FROM deliveries INDEXED BY deliveries_pending
+WHERE status = 'pending' AND (received_at, id) > (:received_at, :id)
+ORDER BY received_at, id
+LIMIT :limit
+
+-- count_pending --
+-- The backlog, counted in the partial index: its cost is the backlog, not the journal.
+SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE status = 'pending'
+
+-- get_delivery --
+-- One delivery with every column the port has.
+SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
+       points, attempts, failure, folded_at, headers
+FROM deliveries WHERE id = :id
+
+-- begin_attempt --
+-- Count a fold attempt; returns the new count (no row: no such delivery).
+UPDATE deliveries SET attempts = attempts + 1 WHERE id = :id RETURNING attempts
+
+-- release_attempt --
+-- Undo a counted attempt of a fold that circumstances stopped.
+UPDATE deliveries SET attempts = max(attempts - 1, 0) WHERE id = :id
+
+-- write_outcome --
+-- The outcome, guarded by the expected status; returns the layer (no row: guard failed).
+UPDATE deliveries
+SET status = :status, uncovered = :uncovered, failure = :failure, points = :points,
+    attempts = 0, folded_at = :folded_at
+WHERE id = :id AND status = :expected
+RETURNING account_id, received_at
+
+-- delivery_status --
+-- A delivery's status, to say why an outcome's guard failed.
+SELECT status FROM deliveries WHERE id = :id
+
+-- deliveries --
+-- The deliveries listing, under the core's filters, oldest or newest first.
+SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
+       points, attempts, failure, folded_at, headers
+FROM deliveries
+WHERE true /*and*/
+ORDER BY received_at /*order*/, id /*order*/
+/*limit*/
+
+-- has_uncovered --
+-- A filter: the delivery's uncovered list names the key.
+EXISTS (SELECT 1 FROM json_each(deliveries.uncovered) WHERE value = :uncovered_key)
+
+-- summary_pending --
+-- The queue's length and its oldest delivery.
+SELECT count(*), min(received_at) FROM deliveries WHERE status = 'pending' /*and*/
+
+-- summary_settled --
+-- The folded deliveries per status.
+SELECT status, count(*) FROM deliveries WHERE status <> 'pending' /*and*/ GROUP BY status
+
+-- summary_last --
+-- When the last delivery arrived.
+SELECT max(received_at) FROM deliveries WHERE true /*and*/
+
+-- summary_uncovered --
+-- Per uncovered key, the deliveries naming it (DISTINCT: a key named twice counts once).
+SELECT item.value, count(DISTINCT deliveries.id)
+FROM deliveries, json_each(deliveries.uncovered) AS item
+WHERE deliveries.uncovered <> '[]' /*and*/
+GROUP BY item.value
+
+-- summary_points --
+-- Rows in the showcase's points.
+SELECT count(*) FROM points WHERE true /*and*/
+
+-- summary_records --
+-- Records per section.
+SELECT section, count(*) FROM records WHERE true /*and*/ GROUP BY section
+
+-- export_points --
+-- Showcase points under the core's filters, in export (primary key) order.
+SELECT account_id, metric, field, source, start, utc_offset, "end", qty, text, unit, extra,
+       layer_received_at, layer_id
+FROM points
+WHERE true /*and*/
+ORDER BY account_id, metric, start, field, source
+
+-- export_records --
+-- Records under the core's filters, in export order (those without a start first).
+SELECT r.account_id, r.section, r.identity, r.start, r."end", r.utc_offset, r.name,
+       r.source, r.body, r.layer_received_at, r.layer_id
+FROM records AS r
+WHERE true /*and*/
+ORDER BY r.account_id, r.section, r.start, r.identity
+
+-- export_record_items --
+-- The items of those records, in the same order, then by (series, seq): the core
+-- merges the two streams. CROSS JOIN makes records the outer loop (SQLite's documented
+-- way to fix the join order), so the items come in record order and only each record's
+-- own items are sorted, never the whole export's.
+SELECT r.account_id, r.section, r.identity, i.series, i.seq, i.t, i.qty, i.lat, i.lon,
+       i.alt, i.unit, i.extra
+FROM records AS r
+CROSS JOIN record_items AS i
+WHERE i.account_id = r.account_id AND i.section = r.section AND i.identity = r.identity
+  /*and*/
+ORDER BY r.account_id, r.section, r.start, r.identity, i.series, i.seq
+
+-- fingerprint_points --
+-- The fingerprint's first table: every point, in key order.
+SELECT account_id, metric, field, source, start, utc_offset, "end", qty, text, unit, extra,
+       layer_received_at, layer_id
+FROM points WHERE true /*and*/
+ORDER BY account_id, metric, start, field, source
+
+-- fingerprint_records --
+-- The fingerprint's second table: every record, in key order.
+SELECT account_id, section, identity, start, "end", utc_offset, name, source, body,
+       layer_received_at, layer_id
+FROM records WHERE true /*and*/
+ORDER BY account_id, section, identity
+
+-- fingerprint_series --
+-- The fingerprint's third table: every series' winning layer, in key order.
+SELECT account_id, section, identity, series, layer_received_at, layer_id
+FROM record_series WHERE true /*and*/
+ORDER BY account_id, section, identity, series
+
+-- fingerprint_items --
+-- The fingerprint's fourth table: every item, in key order.
+SELECT account_id, section, identity, series, seq, t, qty, lat, lon, alt, unit, extra
+FROM record_items WHERE true /*and*/
+ORDER BY account_id, section, identity, series, seq
+
+-- upsert_point --
+-- One point under the layer guard: a stored point is overwritten only by a layer that
+-- is not older, so the newest layer wins whatever order deliveries are folded in, and
+-- refolding a delivery rewrites the same values. The point's own columns come first so
+-- one tuple concatenation per point builds the parameters.
+INSERT INTO points (metric, field, source, start, utc_offset, "end", qty, text, unit, extra,
+                    account_id, layer_received_at, layer_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (account_id, metric, start, field, source) DO UPDATE SET
+    utc_offset = excluded.utc_offset,
+    "end" = excluded."end",
+    qty = excluded.qty,
+    text = excluded.text,
+    unit = excluded.unit,
+    extra = excluded.extra,
+    layer_received_at = excluded.layer_received_at,
+    layer_id = excluded.layer_id
+WHERE (excluded.layer_received_at, excluded.layer_id)
+      >= (points.layer_received_at, points.layer_id)
+
+-- upsert_record --
+-- One record's row under the same layer guard; its series are guarded one by one.
+INSERT INTO records (section, identity, start, "end", utc_offset, name, source, body,
+                     account_id, layer_received_at, layer_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (account_id, section, identity) DO UPDATE SET
+    start = excluded.start,
+    "end" = excluded."end",
+    utc_offset = excluded.utc_offset,
+    name = excluded.name,
+    source = excluded.source,
+    body = excluded.body,
+    layer_received_at = excluded.layer_received_at,
+    layer_id = excluded.layer_id
+WHERE (excluded.layer_received_at, excluded.layer_id)
+      >= (records.layer_received_at, records.layer_id)
+
+-- series_layer --
+-- The layer that holds a record's series now.
+SELECT layer_received_at, layer_id FROM record_series
+WHERE account_id = ? AND section = ? AND identity = ? AND series = ?
+
+-- delete_series_items --
+-- A series' stored items, before the layer that won it writes its own.
+DELETE FROM record_items WHERE account_id = ? AND section = ? AND identity = ? AND series = ?
+
+-- insert_item --
+-- One item of a series.
+INSERT INTO record_items (account_id, section, identity, series, seq, t, qty, lat, lon, alt,
+                          unit, extra)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+
+-- upsert_series --
+-- Give a series to the layer that won it.
+INSERT INTO record_series (account_id, section, identity, series, layer_received_at, layer_id)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (account_id, section, identity, series) DO UPDATE SET
+    layer_received_at = excluded.layer_received_at,
+    layer_id = excluded.layer_id
