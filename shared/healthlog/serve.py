@@ -1,9 +1,9 @@
 """The local stack: ingest and fold served by functions-framework, and a tick.
 
-Both functions run as functions-framework processes bound to 127.0.0.1 by default
-(anything else is opt-in with ``--host``). The tick POSTs to the fold function every
-``tick`` seconds (and once at start, which is how the backlog is picked up: an ordinary
-pass). Stopping (SIGTERM or Ctrl-C): ingest stops taking requests first, then the tick,
+Both functions run as functions-framework processes (started and stopped by
+``healthlog.launcher``) bound to 127.0.0.1 by default (anything else is opt-in with
+``--host``). The tick POSTs to the fold function every ``tick`` seconds (and once at
+start, which is how the backlog is picked up: an ordinary pass). Stopping (SIGTERM or Ctrl-C): ingest stops taking requests first, then the tick,
 then the fold finishes or abandons the delivery in hand; the journal is closed by the
 fold process itself after that.
 """
@@ -14,22 +14,16 @@ import json
 import logging
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from healthlog import log
+from healthlog import launcher, log
 from healthlog.config import ENV_PREFIX
 
 logger = logging.getLogger("healthlog.serve")
 
-ROOT = Path(__file__).resolve().parents[2]
 STOP_GRACE_S = 30.0
 
 
@@ -41,48 +35,9 @@ class StackOptions:
     tick_s: float = 60.0
 
 
-def function_command(target: str, host: str, port: int) -> list[str]:
-    source = ROOT / "functions" / target / "main.py"
-    return [
-        sys.executable,
-        "-m",
-        "healthlog.localserver",
-        "--target",
-        target,
-        "--source",
-        str(source),
-        "--host",
-        host,
-        "--port",
-        str(port),
-    ]
-
-
-def wait_listening(host: str, port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    """Block until the server accepts connections (bounded); raise if it died."""
-    deadline = time.monotonic() + timeout_s
-    probe = "127.0.0.1" if host in ("0.0.0.0", "") else host  # noqa: S104
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server on port {port} exited with {proc.returncode}")
-        try:
-            with socket.create_connection((probe, port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"the server on port {port} did not start in {timeout_s:.0f} s")
-
-
-def stop(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        log.event(logger, logging.WARNING, "serve.kill", pid=proc.pid)
-        proc.kill()
-        proc.wait()
+def stop(server: launcher.FunctionServer, grace_s: float = STOP_GRACE_S) -> None:
+    if launcher.stop(server.process, grace_s):
+        log.event(logger, logging.WARNING, "serve.kill", pid=server.process.pid)
 
 
 class Tick:
@@ -137,21 +92,20 @@ def run_stack(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    fold = subprocess.Popen(function_command("fold", "127.0.0.1", options.fold_port), env=fold_env)
-    ingest: subprocess.Popen[bytes] | None = None
+    fold: launcher.FunctionServer | None = None
+    ingest: launcher.FunctionServer | None = None
     tick: Tick | None = None
     try:
-        wait_listening("127.0.0.1", options.fold_port, fold, 30)
-        ingest = subprocess.Popen(
-            function_command("ingest", options.host, options.port), env=ingest_env
+        fold = launcher.FunctionServer.start("fold", port=options.fold_port, env=fold_env)
+        ingest = launcher.FunctionServer.start(
+            "ingest", port=options.port, host=options.host, env=ingest_env
         )
-        wait_listening(options.host, options.port, ingest, 30)
         tick = Tick(fold_url, options.tick_s)
         tick.start()
         log.event(logger, logging.INFO, "serve.started", port=options.port, pid=os.getpid())
         on_ready()
         while not stopping.is_set():
-            if fold.poll() is not None or ingest.poll() is not None:
+            if fold.process.poll() is not None or ingest.process.poll() is not None:
                 log.event(logger, logging.ERROR, "serve.child_exited")
                 return 1
             stopping.wait(1.0)
@@ -162,5 +116,6 @@ def run_stack(
             stop(ingest)
         if tick is not None:
             tick.stop()
-        stop(fold)
+        if fold is not None:
+            stop(fold)
         log.event(logger, logging.INFO, "serve.stopped")

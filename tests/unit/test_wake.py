@@ -8,7 +8,6 @@ not by timing.
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from botocore.stub import Stubber
 from healthlog import wiring
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
+from healthlog.launcher import free_port
 from healthlog.wake import HttpWaker, LambdaWaker, NullWaker
 
 from tests.integration.servers import local_http
@@ -67,13 +67,6 @@ def fold() -> Iterator[FoldStub]:
             yield stub
         finally:
             stub.release.set()  # let a held request go before the server shuts down
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def test_wake_returns_before_the_fold_answers(fold: FoldStub) -> None:
