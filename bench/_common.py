@@ -1,12 +1,11 @@
 """What every benchmark shares: the report, timing, HAE-like bodies, and servers.
 
 A benchmark prints one JSON object to stdout (``emit``) and everything else to stderr
-(``note``). Servers are ``python -m functions_framework`` subprocesses on 127.0.0.1:
-the same Flask app and gunicorn server as the local stack (``healthlog.localserver``
-only adds a larger header limit and a graceful-stop window, which do not change these
-figures). ``tests/integration/servers.py`` serves ``functions/<target>/main.py`` only,
-so it cannot serve the no-op from ``bench/``; start-up reuses
-``healthlog.serve.wait_listening``.
+(``note``). Servers are started, awaited and stopped by ``healthlog.launcher``, as the
+local stack's and the tests' are: ``python -m healthlog.localserver`` (functions-framework's
+Flask app and gunicorn server) on 127.0.0.1, serving ``functions/<target>/main.py`` or
+the no-op from ``bench/``. ``healthlog`` is imported from the venv, where it is
+installed editable (``make bench`` runs ``.venv/bin/python``).
 """
 
 from __future__ import annotations
@@ -16,24 +15,18 @@ import json
 import os
 import random
 import signal
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
+from healthlog import launcher
+from healthlog.launcher import clean_env as clean_env  # the tests' and the benchmarks' one
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT / "shared") not in sys.path:
-    # the package is installed editable in .venv; this only helps a bare checkout
-    sys.path.insert(0, str(ROOT / "shared"))
-
-from healthlog import serve  # noqa: E402
 
 KB = 1000
 MB = 1000 * KB
@@ -182,40 +175,18 @@ def metrics_body(size: int, seed: int = 7) -> bytes:
 # --- servers ---------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def clean_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """This process's environment without any HEALTHLOG_ variable, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
-    env.update(extra)
-    return env
-
-
-@dataclass
-class Server:
-    """A functions-framework process serving one function on 127.0.0.1."""
-
-    proc: subprocess.Popen[bytes]
-    port: int
-    log_path: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
+class Server(launcher.FunctionServer):
+    """A function server (``healthlog.launcher.FunctionServer``) and what it costs."""
 
     def worker_pids(self) -> list[int]:
         """The processes that serve requests: gunicorn's workers, else the process itself."""
-        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        pid = self.process.pid
+        children = Path(f"/proc/{pid}/task/{pid}/children")
         try:
             pids = [int(p) for p in children.read_text().split()]
         except OSError:
             pids = []
-        return pids or [self.proc.pid]
+        return pids or [pid]
 
     def peak_rss_mib(self) -> float:
         """The largest VmHWM (peak resident set) among the serving processes, MiB."""
@@ -226,10 +197,7 @@ class Server:
         return sum(cpu_seconds(pid) for pid in self.worker_pids())
 
     def log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return "\n".join(self.output().splitlines()[-lines:])
 
 
 def peak_rss_kib(pid: int) -> int:
@@ -249,55 +217,14 @@ def cpu_seconds(pid: int) -> float:
 def function_server(
     target: str, source: Path, env: Mapping[str, str], log_dir: Path
 ) -> Iterator[Server]:
-    """Serve ``target`` from ``source`` with functions-framework; stop it on the way out."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "functions_framework",
-        "--target",
-        target,
-        "--source",
-        str(source),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    log_path = log_dir / f"{target}-{port}.log"
-    with log_path.open("wb") as log_file:
-        proc = subprocess.Popen(
-            command,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-            # its own process group: a Ctrl-C reaches the benchmark only, which stops
-            # the server on its way out, and a server that will not stop is killed
-            # together with its gunicorn worker
-            start_new_session=True,
-        )
-    server = Server(proc, port, log_path)
+    """Serve ``target`` from ``source``; stop it on the way out.
+
+    In its own process group: a Ctrl-C reaches the benchmark only, which stops the
+    server on its way out, and a server that will not stop is killed together with its
+    gunicorn worker.
+    """
+    server = Server.start(target, source=source, env=env, cwd=ROOT, log_dir=log_dir, own_group=True)
     try:
-        try:
-            serve.wait_listening("127.0.0.1", port, proc, timeout_s=30)
-        except RuntimeError:
-            note(f"{target} did not start; its log:\n{server.log_tail()}")
-            raise
         yield server
     finally:
-        stop(proc)
-
-
-def stop(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL to the server's whole group after ``grace_s``."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        server.stop()
