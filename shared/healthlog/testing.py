@@ -4,8 +4,11 @@
 (``tests/contract/test_archive_contract.py``), so it cannot drift from them.
 ``FaultyArchive`` wraps any Archive and fails or stalls on demand, for the tests of
 what ingest and the fold do when the store misbehaves; ``FaultyJournal`` does the same
-for any Journal. ``moto_s3_server`` serves a throwaway S3 endpoint for integration
-tests (it needs the ``dev`` extra).
+for any Journal.
+
+Nothing here imports boto3, moto or a database driver: this module ships with the
+package (and so in the Lambda layer). The S3 helpers for tests, which need moto and
+boto3, are in ``tests/s3.py``.
 """
 
 from __future__ import annotations
@@ -15,12 +18,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import boto3
-
-from healthlog.archive import s3
 from healthlog.archive.keys import check_key
 from healthlog.archive.port import Archive, ArchiveWriter, put_whole
 from healthlog.errors import (
@@ -31,9 +30,6 @@ from healthlog.errors import (
     JournalBusy,
 )
 from healthlog.journal.port import Journal
-
-if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
 
 
 class MemoryArchive:
@@ -274,34 +270,3 @@ class FaultyJournal:
 def _journal_conforms(journal: FaultyJournal) -> Journal:
     """mypy checks here that the wrapper can stand for a Journal."""
     return journal
-
-
-# --- S3 for integration tests -----------------------------------------------------------
-
-
-@contextmanager
-def moto_s3_server() -> Iterator[str]:
-    """Serve moto's S3 over HTTP on 127.0.0.1 (a free port); yield its endpoint URL.
-
-    A real HTTP server rather than in-process patching, so the adapter's client,
-    retries and error parsing run exactly as against S3.
-    """
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
-def s3_test_client(endpoint_url: str) -> S3Client:
-    """The adapter's own client for a test endpoint, with dummy credentials only."""
-    session = boto3.session.Session(
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",  # noqa: S106  (a dummy for moto, never real)
-        region_name="us-east-1",
-    )
-    return s3.make_client(endpoint_url, session=session)

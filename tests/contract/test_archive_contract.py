@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from healthlog import testing
 from healthlog.archive.local import LocalArchive
 from healthlog.archive.port import Archive
 from healthlog.archive.s3 import PART_SIZE, S3Archive
 from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
 from healthlog.testing import FaultyArchive, MemoryArchive
+
+from tests import s3
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -32,8 +33,8 @@ KEY = "acc-1/2024-05-01/0190a0b0-0000-7000-8000-000000000001.json"
 
 @pytest.fixture(scope="session")
 def s3_client() -> Iterator[S3Client]:
-    with testing.moto_s3_server() as endpoint:
-        client = testing.s3_test_client(endpoint)
+    with s3.moto_server() as endpoint:
+        client = s3.client_for(endpoint)
         yield client
         client.close()
 

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from healthlog import testing
+
+from tests import s3
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -16,13 +17,13 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
-    with testing.moto_s3_server() as endpoint:
+    with s3.moto_server() as endpoint:
         yield endpoint
 
 
 @pytest.fixture(scope="session")
 def s3_client(s3_endpoint: str) -> Iterator[S3Client]:
-    client = testing.s3_test_client(s3_endpoint)
+    client = s3.client_for(s3_endpoint)
     yield client
     client.close()
 

@@ -6,7 +6,7 @@ values are read from the template, and what CloudFormation fills in is filled in
 (the bucket, the parameter's name, the fold function's name). As in AWS, the journal URL
 is not in that environment: it is in an SSM SecureString parameter, read at cold start.
 
-- S3 and SSM: moto's HTTP server (``healthlog.testing``), dummy credentials only;
+- S3 and SSM: moto's HTTP server (``tests/s3.py``), dummy credentials only;
 - the wake-up: ingest's boto3 Lambda client sends ``Invoke`` to a local recorder, whose
   captured payload is then given to the fold handler, as Lambda would;
 - the journal: SQLite, and PostgreSQL (a fresh database from ``tests/pg.py``);

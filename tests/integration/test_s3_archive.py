@@ -18,10 +18,12 @@ import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 from botocore.httpsession import URLLib3Session
-from healthlog import testing
-from healthlog.archive.open import open_archive
+from healthlog import wiring
 from healthlog.archive.s3 import PART_SIZE, S3Archive
+from healthlog.config import Settings
 from healthlog.errors import AlreadyExists, ArchiveUnavailable
+
+from tests import s3
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -237,7 +239,7 @@ def test_a_retried_put_still_reports_a_key_taken_by_another_body(
     s3_endpoint: str, s3_client: S3Client, s3_bucket: str
 ) -> None:
     archive = S3Archive(s3_bucket, client=s3_client)
-    other = S3Archive(s3_bucket, client=testing.s3_test_client(s3_endpoint))
+    other = S3Archive(s3_bucket, client=s3.client_for(s3_endpoint))
     attempts: list[str] = []
 
     def another_writer_first(request: AWSPreparedRequest, **_: object) -> None:
@@ -283,7 +285,8 @@ def test_a_multipart_completion_whose_reply_was_lost_is_not_mistaken_for_a_taken
 def test_an_s3_url_opens_an_archive_under_its_prefix(
     s3_endpoint: str, s3_client: S3Client, s3_bucket: str
 ) -> None:
-    archive = open_archive(f"s3://{s3_bucket}/prod", s3_endpoint_url=s3_endpoint)
+    settings = Settings(archive_url=f"s3://{s3_bucket}/prod", s3_endpoint_url=s3_endpoint)
+    archive = wiring.open_archive(settings)
     archive.put(KEY, b"{}")
     assert s3_client.get_object(Bucket=s3_bucket, Key=f"prod/{KEY}")["Body"].read() == b"{}"
     assert list(archive.keys()) == [KEY]
