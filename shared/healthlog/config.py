@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from healthlog import urls
 from healthlog.errors import ConfigError
 
 MB = 1024 * 1024
@@ -71,10 +72,14 @@ class Settings:
         return settings
 
     def validate(self) -> None:
-        if not self.journal_url.startswith(("sqlite://", "postgresql://", "postgres://")):
-            raise ConfigError(f"{ENV_PREFIX}JOURNAL_URL must be sqlite:/// or postgresql://")
-        if not self.archive_url.startswith(("file://", "s3://")):
-            raise ConfigError(f"{ENV_PREFIX}ARCHIVE_URL must be file:// or s3://")
+        for name, read, url in (
+            ("JOURNAL_URL", urls.journal_location, self.journal_url),
+            ("ARCHIVE_URL", urls.archive_location, self.archive_url),
+        ):
+            try:
+                read(url)
+            except ConfigError as exc:
+                raise ConfigError(f"{ENV_PREFIX}{name}: {exc}") from None
         if self.max_body_bytes <= 0 or self.page_size <= 0 or self.max_fold_attempts <= 0:
             raise ConfigError("sizes and counts must be positive")
 

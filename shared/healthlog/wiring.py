@@ -1,12 +1,16 @@
-"""From Settings to adapters: the one place that picks an adapter for a URL.
+"""From Settings to adapters: the one place that opens an adapter for a location.
 
-Adapters are imported inside their branch, so a process that runs on SQLite and a
-local folder never imports psycopg or boto3, and a cold start pays only for what it
-uses.
+``healthlog.urls`` reads the URLs; this opens what they name. Adapters are imported
+inside their branch, so a process that runs on SQLite and a local folder never imports
+psycopg or boto3, and a cold start pays only for what it uses
+(tests/unit/test_cold_start.py checks it).
 """
 
 from __future__ import annotations
 
+from typing import assert_never
+
+from healthlog import urls
 from healthlog.archive.port import Archive
 from healthlog.config import ENV_PREFIX, Settings
 from healthlog.errors import ConfigError
@@ -17,30 +21,42 @@ from healthlog.wake import HttpWaker, LambdaWaker, NullWaker, Waker
 
 def open_journal(settings: Settings) -> Journal:
     """The journal named by ``settings.journal_url``, not yet migrated."""
-    url = settings.journal_url
-    if url.startswith("sqlite://"):
-        from healthlog.journal.sqlite import SqliteJournal
+    location = urls.journal_location(settings.journal_url)
+    match location:
+        case urls.SqliteLocation(path):
+            from healthlog.journal.sqlite import SqliteJournal
 
-        return SqliteJournal.from_url(
-            url, busy_timeout_ms=settings.busy_timeout_ms, retries=settings.journal_retries
-        )
-    if url.startswith(("postgresql://", "postgres://")):
-        from healthlog.journal.postgres import PostgresJournal
+            return SqliteJournal(
+                path, busy_timeout_ms=settings.busy_timeout_ms, retries=settings.journal_retries
+            )
+        case urls.PostgresLocation(url):
+            from healthlog.journal.postgres import PostgresJournal
 
-        # one setting for both backends: how long a statement waits on a lock
-        return PostgresJournal.from_url(
-            url,
-            lock_timeout_ms=max(1, settings.busy_timeout_ms),
-            retries=settings.journal_retries,
-        )
-    raise ConfigError("the journal URL must start with sqlite:/// or postgresql://")
+            # one setting for both backends: how long a statement waits on a lock
+            return PostgresJournal(
+                url,
+                lock_timeout_ms=max(1, settings.busy_timeout_ms),
+                retries=settings.journal_retries,
+            )
+        case _:
+            assert_never(location)
 
 
 def open_archive(settings: Settings) -> Archive:
     """The archive named by ``settings.archive_url`` (a folder or an S3 bucket)."""
-    from healthlog.archive.open import open_archive as open_by_url
+    location = urls.archive_location(settings.archive_url)
+    match location:
+        case urls.FolderLocation(path):
+            from healthlog.archive.local import LocalArchive
 
-    return open_by_url(settings.archive_url, s3_endpoint_url=settings.s3_endpoint_url)
+            # resolved now, so that a later chdir cannot move the archive
+            return LocalArchive(path.absolute())
+        case urls.S3Location(bucket, prefix):
+            from healthlog.archive.s3 import S3Archive
+
+            return S3Archive(bucket, prefix, endpoint_url=settings.s3_endpoint_url)
+        case _:
+            assert_never(location)
 
 
 def make_waker(settings: Settings) -> Waker:

@@ -111,8 +111,8 @@ def make_rig(tmp_path: Path, archive: Archive, **settings: object) -> Iterator[R
     }
     values.update(settings)
     config = Settings(**values)  # type: ignore[arg-type]
-    journal = SqliteJournal.from_url(
-        config.journal_url,
+    journal = SqliteJournal(
+        str(tmp_path / "journal.db"),
         busy_timeout_ms=config.busy_timeout_ms,
         retries=config.journal_retries,
     )

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 from healthlog.archive.local import LocalArchive
-from healthlog.archive.open import open_archive
-from healthlog.archive.s3 import S3Archive
-from healthlog.errors import AlreadyExists, ArchiveUnavailable, ConfigError
+from healthlog.errors import AlreadyExists, ArchiveUnavailable
 
 MIB = 1024 * 1024
 KEY = "acc-1/2024-05-01/0190a0b0-0000-7000-8000-000000000001.json"
@@ -194,38 +192,3 @@ def test_streaming_a_large_body_keeps_memory_flat(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert peak < 1 * MIB, f"peak {peak} bytes while streaming {total}"
     assert archive.size(KEY) == total
-
-
-# --- open_archive ------------------------------------------------------------------------
-
-
-def test_a_relative_file_url_is_under_the_working_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    archive = open_archive("file://var/archive")
-    assert isinstance(archive, LocalArchive)
-    assert archive.root == tmp_path / "var" / "archive"
-
-
-def test_an_absolute_file_url_is_that_folder(tmp_path: Path) -> None:
-    archive = open_archive(f"file://{tmp_path}/archive")
-    assert isinstance(archive, LocalArchive)
-    assert archive.root == tmp_path / "archive"
-
-
-@pytest.mark.parametrize(
-    ("url", "bucket", "prefix"),
-    [("s3://bodies", "bodies", ""), ("s3://bodies/prod/eu/", "bodies", "prod/eu/")],
-)
-def test_an_s3_url_names_the_bucket_and_prefix(url: str, bucket: str, prefix: str) -> None:
-    archive = open_archive(url, s3_endpoint_url="http://127.0.0.1:9")
-    assert isinstance(archive, S3Archive)
-    assert (archive.bucket, archive.prefix) == (bucket, prefix)
-    archive.close()
-
-
-@pytest.mark.parametrize("url", ["", "file://", "s3://", "s3:///prefix", "gs://bucket", "var"])
-def test_an_unusable_archive_url_is_a_config_error(url: str) -> None:
-    with pytest.raises(ConfigError):
-        open_archive(url)
