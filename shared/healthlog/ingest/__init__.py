@@ -23,12 +23,14 @@ In order:
 The modules, one idea each:
 
 - ``request``: ``IngestRequest``, ``Reply``, ``IngestDeps``, and the ``Rejected`` that
-  carries a reply out of any step;
+  carries a reply out of any step, made only by ``reject`` from ``texts.REFUSALS``;
 - ``flow``: ``accept`` itself, steps 1, 2 and 4 to 7, the log line, the 503s;
 - ``auth``: where a request carries its token (``bearer_token``);
 - ``body``: step 3, the streaming into the archive writer, the decoders (gzip) and the
   shape checks (a JSON object, a multipart form, UTF-8);
-- ``texts``: every reply text, the one place to review what a person reads in HAE.
+- ``texts``: every reply text, the one place to review what a person reads in HAE, and
+  ``REFUSALS``, the one table from a refusal's reason code to its status, text and
+  headers.
 
 The names below are the package's interface; import them from ``healthlog.ingest``.
 """

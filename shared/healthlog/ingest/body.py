@@ -27,8 +27,7 @@ from collections.abc import Iterator, Mapping
 
 from healthlog import log
 from healthlog.errors import ArchiveUnavailable
-from healthlog.ingest import texts
-from healthlog.ingest.request import IngestDeps, IngestRequest, Note, Rejected, Reply, retry_later
+from healthlog.ingest.request import IngestDeps, IngestRequest, Note, reject
 
 CHUNK_BYTES = 64 * 1024
 DEFAULT_CONTENT_TYPE = "application/json"
@@ -57,7 +56,7 @@ def content_type(headers: Mapping[str, str], limit: int) -> tuple[str, _Shape | 
         return log.truncate(base or DEFAULT_CONTENT_TYPE, limit), _Shape()
     match = _BOUNDARY.search(raw)
     if match is None:
-        raise Rejected("not_form", Reply(400, texts.NOT_FORM_TEXT))
+        raise reject("not_form")
     boundary = match.group(1) or match.group(2)
     return f"{FORM}; boundary={boundary}", _FormShape(boundary.encode("ascii"))
 
@@ -69,7 +68,7 @@ def decoder_for(headers: Mapping[str, str]) -> _Decoder:
         return _Decoder()
     if encoding in _GZIP:
         return _Gunzip()
-    raise Rejected("encoding", Reply(415, texts.ENCODING_TEXT))
+    raise reject("encoding")
 
 
 def archive(
@@ -96,7 +95,7 @@ def archive(
             if size > limit:
                 # a chunked or compressed body: cut here, never write the piece that
                 # went over
-                raise Rejected("too_large", Reply(413, texts.too_large_text(limit, None)))
+                raise reject("too_large", limit=limit, size=None)
             shape.feed(piece)
             writer.write(piece)
 
@@ -112,18 +111,19 @@ def archive(
             received += len(chunk)
             if received > limit:
                 # compressed input over the limit too (e.g. gzip that expands to nothing)
-                raise Rejected("too_large", Reply(413, texts.too_large_text(limit, None)))
+                raise reject("too_large", limit=limit, size=None)
             store(decoder.feed(chunk))
         if declared is not None and received < declared:
-            raise Rejected("incomplete", Reply(400, texts.INCOMPLETE_TEXT))
+            raise reject("incomplete")
         store(decoder.finish())
         shape.finish()
         writer.commit()
         committed = True
         return size
     except ArchiveUnavailable:
-        text = texts.archive_unavailable_text(settings.retry_after_s, note.delivery_id)
-        raise Rejected("archive_unavailable", retry_later(settings, text)) from None
+        raise reject(
+            "archive_unavailable", retry_after_s=settings.retry_after_s, ref=note.delivery_id
+        ) from None
     finally:
         if not committed:
             writer.abort()
@@ -135,7 +135,7 @@ def _read(request: IngestRequest, n: int) -> bytes:
     except Exception:
         # the server's reader gave up on the client (a chunked body cut off, a reset):
         # the client's failure, not ours, and nothing of the body is kept
-        raise Rejected("incomplete", Reply(400, texts.INCOMPLETE_TEXT)) from None
+        raise reject("incomplete") from None
 
 
 # --- the decoders ----------------------------------------------------------------------
@@ -159,20 +159,20 @@ class _Gunzip(_Decoder):
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         if self._z.eof:
-            raise Rejected("bad_gzip", Reply(400, texts.BAD_GZIP_TEXT))  # bytes after the end
+            raise reject("bad_gzip")  # bytes after the end
         yield from self._inflate(chunk)
 
     def finish(self) -> Iterator[bytes]:
         yield from self._inflate(b"")
         if not self._z.eof or self._z.unused_data:
-            raise Rejected("bad_gzip", Reply(400, texts.BAD_GZIP_TEXT))
+            raise reject("bad_gzip")
 
     def _inflate(self, data: bytes) -> Iterator[bytes]:
         while True:
             try:
                 out = self._z.decompress(data, CHUNK_BYTES)
             except zlib.error:
-                raise Rejected("bad_gzip", Reply(400, texts.BAD_GZIP_TEXT)) from None
+                raise reject("bad_gzip") from None
             if out:
                 yield out
             data = self._z.unconsumed_tail
@@ -202,11 +202,11 @@ class _FormShape:
         try:
             self._utf8.decode(chunk)
         except UnicodeDecodeError:
-            raise Rejected("not_utf8", Reply(400, texts.NOT_UTF8_TEXT)) from None
+            raise reject("not_utf8") from None
         if len(self._head) < len(self._opening):
             self._head = (self._head + chunk).lstrip(_JSON_BLANK)
             if not self._opening.startswith(self._head[: len(self._opening)]):
-                raise Rejected("not_form", Reply(400, texts.NOT_FORM_TEXT))
+                raise reject("not_form")
         # enough of the end to find the closing line behind a few blank bytes
         self._tail = (self._tail + chunk)[-(len(self._closing) + _FORM_TAIL_SLACK) :]
 
@@ -214,12 +214,12 @@ class _FormShape:
         try:
             self._utf8.decode(b"", final=True)
         except UnicodeDecodeError:
-            raise Rejected("not_utf8", Reply(400, texts.NOT_UTF8_TEXT)) from None
+            raise reject("not_utf8") from None
         if not self._head:
-            raise Rejected("empty", Reply(400, texts.EMPTY_TEXT))
+            raise reject("empty")
         opened = self._head.startswith(self._opening)
         if not opened or not self._tail.rstrip(_JSON_BLANK).endswith(self._closing):
-            raise Rejected("not_form", Reply(400, texts.NOT_FORM_TEXT))
+            raise reject("not_form")
 
 
 class _Shape:
@@ -234,22 +234,22 @@ class _Shape:
         try:
             self._utf8.decode(chunk)  # the text is dropped: only validity matters
         except UnicodeDecodeError:
-            raise Rejected("not_utf8", Reply(400, texts.NOT_UTF8_TEXT)) from None
+            raise reject("not_utf8") from None
         inner = chunk.strip(_JSON_BLANK)
         if not inner:
             return
         if self._first is None:
             self._first = inner[0]
             if self._first != ord("{"):
-                raise Rejected("not_object", Reply(400, texts.NOT_OBJECT_TEXT))
+                raise reject("not_object")
         self._last = inner[-1]
 
     def finish(self) -> None:
         try:
             self._utf8.decode(b"", final=True)
         except UnicodeDecodeError:
-            raise Rejected("not_utf8", Reply(400, texts.NOT_UTF8_TEXT)) from None
+            raise reject("not_utf8") from None
         if self._first is None:
-            raise Rejected("empty", Reply(400, texts.EMPTY_TEXT))
+            raise reject("empty")
         if self._last != ord("}"):
-            raise Rejected("not_object", Reply(400, texts.NOT_OBJECT_TEXT))
+            raise reject("not_object")

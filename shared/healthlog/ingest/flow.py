@@ -33,7 +33,7 @@ from healthlog import ids, log, tokens
 from healthlog.archive import keys
 from healthlog.config import Settings
 from healthlog.errors import JournalBusy, JournalUnavailable
-from healthlog.ingest import body, texts
+from healthlog.ingest import body
 from healthlog.ingest.auth import bearer_token
 from healthlog.ingest.request import (
     IngestDeps,
@@ -41,8 +41,10 @@ from healthlog.ingest.request import (
     Note,
     Rejected,
     Reply,
-    retry_later,
+    reject,
+    reply_for,
 )
+from healthlog.ingest.texts import Reason
 from healthlog.model import Account, NewDelivery, ParseStatus
 from healthlog.wake import Waker
 
@@ -81,8 +83,8 @@ def accept(deps: IngestDeps, request: IngestRequest) -> Reply:
     except Exception as exc:
         note.reason = "internal"
         _log_crash(exc, note)
-        reply = retry_later(
-            deps.settings, texts.internal_text(deps.settings.retry_after_s, note.delivery_id)
+        reply = reply_for(
+            "internal", retry_after_s=deps.settings.retry_after_s, ref=note.delivery_id
         )
     level = logging.WARNING if reply.status >= 500 else logging.INFO
     log.event(
@@ -103,23 +105,22 @@ def unavailable(settings: Settings, exc: Exception) -> Reply:
     """The reply when ingest's dependencies cannot be built; logged by type only."""
     ref = ids.new_delivery_id(ids.now())
     log.event(logger, logging.ERROR, "ingest.unavailable", ref=ref, error=type(exc).__name__)
-    return retry_later(settings, texts.internal_text(settings.retry_after_s, ref))
+    return reply_for("internal", retry_after_s=settings.retry_after_s, ref=ref)
 
 
 def _accept(deps: IngestDeps, request: IngestRequest, received_at: datetime, note: Note) -> Reply:
     settings = deps.settings
     if request.method.upper() != "POST":
-        raise Rejected("method", Reply(405, texts.METHOD_TEXT, headers=(("Allow", "POST"),)))
+        raise reject("method")
     account = _authenticate(deps, request.headers, note)
     note.account_id = account.id
 
     declared = request.content_length
     if declared is not None and declared > settings.max_body_bytes:
         note.size = declared
-        text = texts.too_large_text(settings.max_body_bytes, declared)
-        raise Rejected("too_large", Reply(413, text))
+        raise reject("too_large", limit=settings.max_body_bytes, size=declared)
     if declared == 0:
-        raise Rejected("empty", Reply(400, texts.EMPTY_TEXT))
+        raise reject("empty")
     decoder = body.decoder_for(request.headers)
 
     content_type, shape = body.content_type(request.headers, settings.header_max_chars)
@@ -148,16 +149,13 @@ def _accept(deps: IngestDeps, request: IngestRequest, received_at: datetime, not
 def _authenticate(deps: IngestDeps, headers: Mapping[str, str], note: Note) -> Account:
     token = bearer_token(headers)
     if token is None:
-        raise Rejected(
-            "no_token", Reply(401, texts.NO_AUTH_TEXT, headers=(("WWW-Authenticate", "Bearer"),))
-        )
+        raise reject("no_token")
     try:
         account = deps.journal.account_by_token_hash(tokens.hash_token(token))
     except (JournalBusy, JournalUnavailable) as exc:
         raise _journal_rejected(deps.settings, exc, note.delivery_id) from None
     if account is None:
-        wrong = Reply(401, texts.WRONG_AUTH_TEXT, headers=(("WWW-Authenticate", "Bearer"),))
-        raise Rejected("bad_token", wrong)
+        raise reject("bad_token")
     return account
 
 
@@ -176,9 +174,8 @@ def _journal(deps: IngestDeps, new: NewDelivery) -> None:
 
 
 def _journal_rejected(settings: Settings, exc: Exception, ref: str) -> Rejected:
-    reason = "journal_busy" if isinstance(exc, JournalBusy) else "journal_unavailable"
-    text = texts.journal_busy_text(settings.retry_after_s, ref)
-    return Rejected(reason, retry_later(settings, text))
+    reason: Reason = "journal_busy" if isinstance(exc, JournalBusy) else "journal_unavailable"
+    return reject(reason, retry_after_s=settings.retry_after_s, ref=ref)
 
 
 def _wake(waker: Waker) -> None:

@@ -1,17 +1,20 @@
 """One request and its reply as plain parts, free of any web framework.
 
-Also the two things every step of ``accept`` shares: ``Rejected``, which carries a
-reply decided before the end (and the reason code for the log line) out of whichever
-step decided it, and ``Note``, what the request's log line reports.
+Also the things every step of ``accept`` shares: ``Rejected``, which carries a reply
+decided before the end (and the reason code for the log line) out of whichever step
+decided it; ``reject``, the one way to make one, from the table ``texts.REFUSALS``; and
+``Note``, what the request's log line reports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from healthlog.archive.port import Archive
 from healthlog.config import Settings
+from healthlog.ingest.texts import REFUSALS, Reason
 from healthlog.journal.port import Journal
 from healthlog.wake import Waker
 
@@ -78,5 +81,25 @@ class Note:
     reason: str | None = None
 
 
-def retry_later(settings: Settings, text: str) -> Reply:
-    return Reply(503, text, headers=(("Retry-After", str(settings.retry_after_s)),))
+class Details(TypedDict, total=False):
+    """What a refusal's text or headers say beside the fixed words (never a header value)."""
+
+    limit: int  # too_large: the configured limit, bytes
+    size: int | None  # too_large: the declared size, None when counted while streaming
+    retry_after_s: int  # a 503: its Retry-After, seconds
+    ref: str  # a 503: the request's reference, which its log line carries too
+
+
+def reply_for(reason: Reason, **details: Unpack[Details]) -> Reply:
+    """The reply to a request refused for ``reason``, as ``texts.REFUSALS`` has it."""
+    refusal = REFUSALS[reason]
+    text = refusal.text if isinstance(refusal.text, str) else refusal.text(**details)
+    headers = refusal.headers
+    if refusal.retry_after:
+        headers += (("Retry-After", str(details["retry_after_s"])),)
+    return Reply(refusal.status, text, headers=headers)
+
+
+def reject(reason: Reason, **details: Unpack[Details]) -> Rejected:
+    """The ``Rejected`` that ends a request refused for ``reason``; the caller raises it."""
+    return Rejected(reason, reply_for(reason, **details))

@@ -3,9 +3,17 @@
 HAE shows a reply's body in the automation's activity log, so each text is written for
 the person reading it there: what happened, what to change in the app, and whether
 anything was saved. A 5xx text names a ``ref`` that the server's log line carries too.
+
+``REFUSALS`` at the end is the one table from a refusal's reason code (the log line's
+``reason``) to its status, text and headers; ``healthlog.ingest.request.reject`` builds
+every refusal from it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 from healthlog.config import MB
 
@@ -92,6 +100,65 @@ def internal_text(retry_after_s: int, ref: str) -> str:
         f"Export again in {retry_after_s} seconds or later; if it keeps happening, the "
         f"server's log has the details under ref {ref}."
     )
+
+
+# --- the table: reason -> status, text, headers ------------------------------------------
+
+Reason = Literal[
+    "method",
+    "no_token",
+    "bad_token",
+    "too_large",
+    "empty",
+    "encoding",
+    "not_form",
+    "not_utf8",
+    "not_object",
+    "incomplete",
+    "bad_gzip",
+    "archive_unavailable",
+    "journal_busy",
+    "journal_unavailable",
+    "internal",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """How one reason is answered.
+
+    ``text`` is the reply's text, or the function that writes it from the refusal's
+    details (``limit`` and ``size``; ``retry_after_s`` and ``ref``), passed by name.
+    ``retry_after`` adds ``Retry-After: <retry_after_s>`` to ``headers``.
+    """
+
+    status: int
+    text: str | Callable[..., str]
+    headers: tuple[tuple[str, str], ...] = ()
+    retry_after: bool = False
+
+
+_BEARER = (("WWW-Authenticate", "Bearer"),)
+
+REFUSALS: Mapping[Reason, Refusal] = {
+    "method": Refusal(405, METHOD_TEXT, headers=(("Allow", "POST"),)),
+    "no_token": Refusal(401, NO_AUTH_TEXT, headers=_BEARER),
+    "bad_token": Refusal(401, WRONG_AUTH_TEXT, headers=_BEARER),
+    "too_large": Refusal(413, too_large_text),
+    "empty": Refusal(400, EMPTY_TEXT),
+    "encoding": Refusal(415, ENCODING_TEXT),
+    "not_form": Refusal(400, NOT_FORM_TEXT),
+    "not_utf8": Refusal(400, NOT_UTF8_TEXT),
+    "not_object": Refusal(400, NOT_OBJECT_TEXT),
+    "incomplete": Refusal(400, INCOMPLETE_TEXT),
+    "bad_gzip": Refusal(400, BAD_GZIP_TEXT),
+    "archive_unavailable": Refusal(503, archive_unavailable_text, retry_after=True),
+    "journal_busy": Refusal(503, journal_busy_text, retry_after=True),
+    # the phone's reader is told the same as for a busy journal: export again later
+    "journal_unavailable": Refusal(503, journal_busy_text, retry_after=True),
+    # any exception nobody planned for (and dependencies that cannot be built)
+    "internal": Refusal(503, internal_text, retry_after=True),
+}
 
 
 def _amount(n: int) -> str:
