@@ -4,8 +4,8 @@ Ingest (``ingest.accept`` on a real SQLite journal and real archives):
 
 * archive unavailable (write or commit) or too slow (an S3 endpoint that never
   answers): 503 with Retry-After, no journal row, nothing archived;
-* journal busy for a moment: retried, 200; busy or down beyond the retries: 503, and
-  the archived body stays where it is (ingest cannot delete; design "keep and
+* journal busy (the adapter's own retries spent; ingest adds none) or down: one insert,
+  503, and the archived body stays where it is (ingest cannot delete; design "keep and
   reconcile") until ``reconcile`` journals it and the fold folds it;
 * the token lookup itself failing: 503, nothing read or stored.
 
@@ -152,15 +152,21 @@ def test_archive_too_slow_at_ingest_is_503_and_no_row(
     assert journal.deliveries() == []
 
 
-def test_journal_busy_for_a_moment_is_retried_and_accepted(
+def test_journal_busy_at_ingest_is_one_insert_and_503_and_the_next_export_is_accepted(
     journal: Journal, archive: Archive, phone: Phone
 ) -> None:
+    """JournalBusy comes once the adapter's own retries are spent: ingest adds none."""
     rig = make_ingest(journal, archive, phone)
-    rig.journal.fail("insert_delivery", JournalBusy, times=ingest.INSERT_ATTEMPTS - 1)
+    rig.journal.fail("insert_delivery", JournalBusy, times=1)
     reply = rig.post()
-    assert reply.status == 200, reply.body
-    assert rig.journal.calls["insert_delivery"] == ingest.INSERT_ATTEMPTS
-    assert [d.id for d in journal.deliveries()] == [json.loads(reply.body)["id"]]
+    assert_retry_later(reply)
+    assert rig.journal.calls["insert_delivery"] == 1
+    assert journal.deliveries() == []
+
+    again = rig.post()  # the phone exports again after Retry-After
+    assert again.status == 200, again.body
+    assert rig.journal.calls["insert_delivery"] == 2
+    assert [d.id for d in journal.deliveries()] == [json.loads(again.body)["id"]]
 
 
 @pytest.mark.parametrize("error", [JournalBusy, JournalUnavailable])
@@ -174,6 +180,7 @@ def test_journal_down_at_ingest_is_503_and_the_archived_body_is_reconciled_then_
     reply = rig.post()
     assert_retry_later(reply)
     assert "too busy" in reply.body
+    assert rig.journal.calls["insert_delivery"] == 1  # no retry on top of the adapter's
     assert journal.deliveries() == []
     (key,) = archive.keys()
     assert archive.read(key) == BODY  # kept, whole

@@ -16,7 +16,8 @@ In order:
    400 or 413, nothing stored;
 4. the archive commit: 503 + Retry-After if the archive is unavailable, nothing
    journalled;
-5. the journal insert (``pending``), retried on a busy database: 503 + Retry-After;
+5. the journal insert (``pending``): the journal adapter's bounded retries are the only
+   ones (ingest adds none); a journal still busy after them, or down: 503 + Retry-After;
 6. the wake-up bit, which never blocks and never fails the request;
 7. 200 with ``{"id", "received_at", "status": "pending"}``.
 
@@ -41,8 +42,6 @@ from healthlog.ingest.auth import bearer_token
 from healthlog.ingest.body import CHUNK_BYTES, DEFAULT_CONTENT_TYPE, FORM
 from healthlog.ingest.flow import (
     HAE_HEADERS,
-    INSERT_ATTEMPTS,
-    INSERT_BACKOFF_S,
     accept,
     logger,
     unavailable,
@@ -74,8 +73,6 @@ __all__ = [
     "FORM",
     "HAE_HEADERS",
     "INCOMPLETE_TEXT",
-    "INSERT_ATTEMPTS",
-    "INSERT_BACKOFF_S",
     "METHOD_TEXT",
     "NOT_FORM_TEXT",
     "NOT_OBJECT_TEXT",

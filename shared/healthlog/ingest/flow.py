@@ -52,9 +52,6 @@ from healthlog.wake import Waker
 # package is cut into modules
 logger = logging.getLogger("healthlog.ingest")
 
-# on top of the adapter's own retries: a busy spell longer than one adapter round
-INSERT_ATTEMPTS = 3
-INSERT_BACKOFF_S = 0.05
 # the headers HAE adds to every request; kept (truncated) beside the delivery
 HAE_HEADERS = (
     "automation-name",
@@ -160,17 +157,15 @@ def _authenticate(deps: IngestDeps, headers: Mapping[str, str], note: Note) -> A
 
 
 def _journal(deps: IngestDeps, new: NewDelivery) -> None:
-    for attempt in range(1, INSERT_ATTEMPTS + 1):
-        try:
-            # False means the row exists already: an earlier attempt did commit
-            deps.journal.insert_delivery(new)
-            return
-        except JournalBusy as exc:
-            if attempt == INSERT_ATTEMPTS:
-                raise _journal_rejected(deps.settings, exc, new.id) from None
-            time.sleep(INSERT_BACKOFF_S * attempt)
-        except JournalUnavailable as exc:
-            raise _journal_rejected(deps.settings, exc, new.id) from None
+    # One call: the adapter retries a busy transaction (bounded, jittered) and raises
+    # JournalBusy only once those retries are spent; ingest adds no round of its own, so
+    # a busy journal is answered at once with 503 + Retry-After and the phone exports
+    # again later. A False return means the row exists already: one of the adapter's
+    # tries did commit.
+    try:
+        deps.journal.insert_delivery(new)
+    except (JournalBusy, JournalUnavailable) as exc:
+        raise _journal_rejected(deps.settings, exc, new.id) from None
 
 
 def _journal_rejected(settings: Settings, exc: Exception, ref: str) -> Rejected:
