@@ -25,9 +25,10 @@ from typing import Any
 
 from _common import Stopwatch, emit, exit_on_sigterm, machine, median, note, percentile, rounded
 from healthlog import tokens
-from healthlog.journal import sqlite as journal_sqlite
 from healthlog.journal.port import ZERO_CURSOR
+from healthlog.journal.rows import from_text, to_text
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.journal.statements import Statements
 from healthlog.model import Cursor
 
 PAGE = 100
@@ -122,14 +123,15 @@ def mid_cursor(path: Path, rows: int) -> Cursor:
         ).fetchone()
     finally:
         conn.close()
-    return Cursor(journal_sqlite.from_text(received_at), delivery_id)
+    return Cursor(from_text(received_at), delivery_id)
 
 
 def query_plan(path: Path, cursor: Cursor) -> str:
     conn = sqlite3.connect(path)
     try:
-        params = (journal_sqlite.to_text(cursor.received_at), cursor.id, PAGE)
-        rows = conn.execute("EXPLAIN QUERY PLAN " + journal_sqlite.PENDING_PAGE, params)
+        params = {"received_at": to_text(cursor.received_at), "id": cursor.id, "limit": PAGE}
+        sql = Statements.load("sqlite", param=":{}")["pending_page"]
+        rows = conn.execute("EXPLAIN QUERY PLAN " + sql, params)
         return " | ".join(row[3] for row in rows)
     finally:
         conn.close()

@@ -11,7 +11,14 @@ from datetime import timedelta
 
 import pytest
 from healthlog import ids
-from healthlog.errors import Conflict, HealthlogError, NoSuchAccount
+from healthlog.errors import (
+    AccountIdTaken,
+    AccountNameTaken,
+    AccountNotFound,
+    Conflict,
+    NoSuchAccount,
+    TokenTaken,
+)
 from healthlog.journal.port import ZERO_CURSOR, Journal, StoredPoint
 from healthlog.model import Cursor, Delivery, NewDelivery, ParseStatus
 
@@ -539,9 +546,9 @@ def test_accounts_are_found_by_token_hash_and_id(journal: Journal) -> None:
 def test_a_taken_account_name_or_token_hash_is_rejected(journal: Journal) -> None:
     journal.add_account("alice", "hash-a")
 
-    with pytest.raises(HealthlogError):
+    with pytest.raises(AccountNameTaken):
         journal.add_account("alice", "hash-other")
-    with pytest.raises(HealthlogError):
+    with pytest.raises(TokenTaken):
         journal.add_account("someone", "hash-a")
     assert [a.name for a in journal.accounts()] == ["alice"]
 
@@ -730,6 +737,29 @@ def test_export_records_filters_by_account_section_and_start_range(
     assert ids(account_id=bob.id) == ["d"]
 
 
+def test_records_and_their_items_stay_together_across_many_records_and_pages(
+    seed: Seed, journal: Journal
+) -> None:
+    """Records with and without items, and without a start, each get exactly their own."""
+    alice, bob = seed.account("alice"), seed.account("bob")
+    written = [
+        record(f"w{n:04d}", "{}", *(fix(k, float(n)) for k in range(n % 3)),
+               start=f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}.000000Z")
+        for n in range(1500)  # more than one page of a server-side cursor
+    ] + [record("undated", "{}", fix(0, 9.0), fix(1, 9.0), start=None)]  # fmt: skip
+    write_records(seed, seed.delivery(alice), *written)
+    write_records(seed, seed.delivery(bob), record("bob's", "{}", fix(0, 7.0)))
+
+    got = [r.record for r in journal.export_records(account_id=alice.id)]
+
+    # the record without a start first, then by start; nobody else's items mixed in
+    assert got == [written[-1], *written[:-1]]
+    assert [r.record.items for r in journal.export_records(account_id=bob.id)] == [(fix(0, 7.0),)]
+    later = list(journal.export_records(account_id=alice.id, start_from="2026-01-01T00:24:59"))
+    assert [r.record.identity for r in later] == [f"w{n:04d}" for n in range(1499, 1500)]
+    assert later[0].record.items == (fix(0, 1499.0), fix(1, 1499.0))
+
+
 def test_the_fingerprint_covers_records_and_items_and_summary_counts_them(
     seed: Seed, journal: Journal
 ) -> None:
@@ -751,7 +781,7 @@ def test_an_account_time_zone_defaults_to_utc_and_can_be_set(journal: Journal) -
 
     stored = journal.get_account(account.id)
     assert stored is not None and stored.time_zone == "Europe/Berlin"
-    with pytest.raises(HealthlogError):
+    with pytest.raises(AccountNotFound):
         journal.set_time_zone("no-such-account", "UTC")
 
 
@@ -765,9 +795,9 @@ def test_a_new_token_hash_replaces_the_old_one_at_once(journal: Journal) -> None
     assert journal.account_by_token_hash("hash-a2") == alice
     assert journal.token_hash(alice.id) == "hash-a2"
     assert journal.token_hash("nobody") is None
-    with pytest.raises(HealthlogError):
+    with pytest.raises(AccountNotFound):
         journal.set_token_hash("nobody", "hash-c")
-    with pytest.raises(HealthlogError, match="token"):
+    with pytest.raises(TokenTaken, match="token"):
         journal.set_token_hash(alice.id, "hash-b")  # bob's
     assert journal.token_hash(alice.id) == "hash-a2"
 
@@ -779,6 +809,6 @@ def test_an_account_can_be_added_with_its_id_and_creation_time(journal: Journal)
     assert (moved.id, moved.created_at) == ("acct-1", created)
     assert journal.get_account("acct-1") == moved
     assert journal.account_by_token_hash("hash-a") == moved
-    with pytest.raises(HealthlogError, match="this id"):
+    with pytest.raises(AccountIdTaken, match="this id"):
         journal.add_account("bob", "hash-b", account_id="acct-1")
     assert [a.name for a in journal.accounts()] == ["alice"]

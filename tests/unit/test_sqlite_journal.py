@@ -117,6 +117,22 @@ def test_count_pending_walks_the_partial_index_not_the_table(journal: SqliteJour
     assert "deliveries_status" not in found, found
 
 
+@pytest.mark.parametrize(
+    "filters",
+    ["", " AND r.account_id = :account_id", " AND r.account_id = :account_id AND r.section = :s"],
+)
+def test_a_record_export_sorts_only_each_records_own_items_never_the_whole_export(
+    journal: SqliteJournal, filters: str
+) -> None:
+    """Records lead the join, so the items come in record order: memory stays flat."""
+    sql = journal.driver.statements.render("export_record_items", **{"and": filters})
+
+    found = plan(journal, sql, {"account_id": "a", "s": "workouts"})
+
+    assert found.splitlines()[0].startswith(("SCAN r ", "SEARCH r ")), found
+    assert "USE TEMP B-TREE FOR ORDER BY" not in found, found  # a sort of every item
+
+
 # --- migrations ------------------------------------------------------------------------------
 
 

@@ -351,19 +351,26 @@ class SqlJournal:
         # one snapshot for every count of the report
         return self._transaction(work, write=False, consistent=True)
 
-    def _export_filters(
+    def _export(
         self,
+        names: tuple[str, ...],
         alias: str,
         equal: dict[str, str | None],
         start_from: str | None,
         start_to: str | None,
-    ) -> tuple[str, dict[str, Any]] | None:
-        """An export's filters; None when no stored start can pass them."""
+        combine: Callable[..., Iterator[T]],
+    ) -> Iterator[T]:
+        """Stream the statements ``names`` under an export's filters, in one snapshot.
+
+        ``combine`` turns their row streams (one per statement, in order) into the
+        port's values. ``start_from`` is inclusive, ``start_to`` exclusive, both holding
+        as they would against the stored UTC ``start`` text.
+        """
         where, params = self._filters(alias, **equal)
         if start_from is not None:
             lowest = rows.start_bound(start_from)
             if lowest is None:
-                return None  # no stored start sorts at or after it
+                return iter(())  # no stored start sorts at or after it
             where += f" AND {alias}start >= {self._sql.param('start_from')}"
             params["start_from"] = lowest
         if start_to is not None:
@@ -371,7 +378,14 @@ class SqlJournal:
             if highest is not None:  # else every stored start sorts before it
                 where += f" AND {alias}start < {self._sql.param('start_to')}"
                 params["start_to"] = highest
-        return where, params
+        statements = [self._sql.render(name, **{"and": where}) for name in names]
+        return self._streamed(statements, params, combine)
+
+    def _streamed(
+        self, statements: list[str], params: Params, combine: Callable[..., Iterator[T]]
+    ) -> Iterator[T]:
+        with self._driver.streaming() as stream:
+            yield from combine(*(stream(sql, params) for sql in statements))
 
     def export_points(
         self,
@@ -381,22 +395,9 @@ class SqlJournal:
         start_from: str | None = None,
         start_to: str | None = None,
     ) -> Iterator[StoredPoint]:
-        """Showcase rows ordered by (account, metric, start, field, source).
-
-        ``start_from`` is inclusive and ``start_to`` exclusive, both holding as they
-        would against the UTC ``start`` text (a prefix such as ``2024-01-31`` works).
-        """
+        """Showcase rows ordered by (account, metric, start, field, source)."""
         equal = {"account_id": account_id, "metric": metric}
-        filters = self._export_filters("", equal, start_from, start_to)
-        if filters is None:
-            return iter(())
-        where, params = filters
-        sql = self._sql.render("export_points", **{"and": where})
-        return self._export_points(sql, params)
-
-    def _export_points(self, sql: str, params: Params) -> Iterator[StoredPoint]:
-        with self._driver.streaming() as stream:
-            yield from map(rows.stored_point, stream(sql, params))
+        return self._export(("export_points",), "", equal, start_from, start_to, _stored_points)
 
     def export_records(
         self,
@@ -412,17 +413,8 @@ class SqlJournal:
         snapshot, both in this order, and merged: memory stays flat however many.
         """
         equal = {"account_id": account_id, "section": section}
-        filters = self._export_filters("r.", equal, start_from, start_to)
-        if filters is None:
-            return iter(())
-        where, params = filters
-        records = self._sql.render("export_records", **{"and": where})
-        items = self._sql.render("export_record_items", **{"and": where})
-        return self._export_records(records, items, params)
-
-    def _export_records(self, records: str, items: str, params: Params) -> Iterator[StoredRecord]:
-        with self._driver.streaming() as stream:
-            yield from rows.with_items(stream(records, params), stream(items, params))
+        names = ("export_records", "export_record_items")
+        return self._export(names, "r.", equal, start_from, start_to, rows.with_items)
 
     def fingerprint(self, account_id: str | None = None) -> str:
         """A hash of the whole showcase (every column of every row, in key order)."""
@@ -430,6 +422,10 @@ class SqlJournal:
         queries = [self._sql.render(name, **{"and": where}) for name in rows.FINGERPRINT_STATEMENTS]
         with self._driver.streaming() as stream:
             return rows.fingerprint(stream(sql, params) for sql in queries)
+
+
+def _stored_points(found: Iterator[tuple[Any, ...]]) -> Iterator[StoredPoint]:
+    return map(rows.stored_point, found)
 
 
 class _MigrationSession:

@@ -22,10 +22,10 @@ as JSON text; the dialect's SQL converts where its columns are typed otherwise.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-from healthlog.errors import JournalBusy
+from healthlog.errors import HealthlogError, JournalBusy
 from healthlog.journal.statements import Statements
 from healthlog.model import Point, Record
 
@@ -63,6 +63,18 @@ class Layer(NamedTuple):
 
 class Busy(JournalBusy):
     """The database was busy for this attempt; the core tries the transaction again."""
+
+
+@contextmanager
+def translated(
+    kinds: type[Exception] | tuple[type[Exception], ...],
+    translate: Callable[[Any], HealthlogError],
+) -> Iterator[None]:
+    """Raise ``translate(exc)`` from each driver exception of ``kinds`` met in the block."""
+    try:
+        yield
+    except kinds as exc:
+        raise translate(exc) from exc
 
 
 class Driver(Protocol):

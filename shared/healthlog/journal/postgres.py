@@ -35,7 +35,7 @@ import contextlib
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar, cast
 
 import psycopg
@@ -44,7 +44,7 @@ from psycopg import errors as pg_errors
 from healthlog import errors
 from healthlog.journal import rows
 from healthlog.journal.core import STATEMENTS, SqlJournal
-from healthlog.journal.driver import Busy, Connection, Layer, Params, Rows
+from healthlog.journal.driver import Busy, Connection, Layer, Params, Rows, translated
 from healthlog.journal.postgres_pool import Conn, Pool
 from healthlog.journal.statements import Statements
 from healthlog.model import Point, Record
@@ -100,12 +100,8 @@ def _translate(exc: psycopg.Error) -> errors.HealthlogError:
     return errors.JournalUnavailable(f"the journal failed ({what})")
 
 
-@contextmanager
-def _translated() -> Iterator[None]:
-    try:
-        yield
-    except psycopg.Error as exc:
-        raise _translate(exc) from exc
+def _translated() -> AbstractContextManager[None]:
+    return translated(psycopg.Error, _translate)
 
 
 # --- the driver ----------------------------------------------------------------------------

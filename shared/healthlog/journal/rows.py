@@ -8,7 +8,7 @@ one set of conversions here turns any dialect's rows into the port's values.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 from typing import Any
@@ -127,7 +127,7 @@ def stored_record(row: Sequence[Any], items: tuple[Item, ...]) -> StoredRecord:
 
 def with_items(
     records: Iterable[tuple[Any, ...]], items: Iterable[tuple[Any, ...]]
-) -> Iterable[StoredRecord]:
+) -> Iterator[StoredRecord]:
     """Records joined with their items: two streams in one order, merged in one pass.
 
     Both streams come in export order, keyed by their first three columns (account,

@@ -30,13 +30,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, TypeVar
 
 from healthlog import errors, log
 from healthlog.journal import rows
 from healthlog.journal.core import STATEMENTS, SqlJournal
-from healthlog.journal.driver import Busy, Connection, Layer, Params, Rows
+from healthlog.journal.driver import Busy, Connection, Layer, Params, Rows, translated
 from healthlog.journal.statements import Statements
 from healthlog.model import Item, Point, Record
 
@@ -67,8 +67,10 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
-def _translate(exc: sqlite3.Error) -> errors.HealthlogError:
+def _translate(exc: sqlite3.Error | OSError) -> errors.HealthlogError:
     """The port's error for a driver error (the caller raises it ``from`` exc)."""
+    if isinstance(exc, OSError):
+        return errors.JournalUnavailable(f"the journal's folder failed ({exc})")
     if _is_busy(exc):
         return Busy()
     name = getattr(exc, "sqlite_errorname", type(exc).__name__)
@@ -84,14 +86,8 @@ def _translate(exc: sqlite3.Error) -> errors.HealthlogError:
     return errors.JournalUnavailable(f"the journal failed ({name}: {exc})")
 
 
-@contextmanager
-def _translated() -> Iterator[None]:
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise _translate(exc) from exc
-    except OSError as exc:
-        raise errors.JournalUnavailable(f"the journal's folder failed ({exc})") from exc
+def _translated() -> AbstractContextManager[None]:
+    return translated((sqlite3.Error, OSError), _translate)
 
 
 # --- connections -----------------------------------------------------------------------------
