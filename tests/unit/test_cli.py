@@ -252,7 +252,7 @@ def test_account_add_of_a_taken_name_is_a_clear_error_without_a_token(
     run(capsys, "account", "add", "bob")
     assert cli.main(["account", "add", "bob", "--json"]) == 2
     captured = capsys.readouterr()
-    assert "exists" in captured.err
+    assert "an account named 'bob' exists" in captured.err
     assert "hl_" not in captured.err + captured.out
     assert [a.name for a in SqliteJournal(str(env / "journal.db")).accounts()] == ["bob"]
 
