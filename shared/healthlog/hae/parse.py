@@ -12,8 +12,9 @@ CSV deliveries (``multipart/form-data``) are read by ``hae.csv`` into the same s
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import orjson
 
@@ -22,8 +23,20 @@ from healthlog.hae import metrics, sections, workouts
 from healthlog.hae.records import Found
 from healthlog.model import ParseResult, Point
 
-#: every section key this parser reads, besides ``metrics``
-RECORD_SECTIONS = ("workouts", *sections.SPECS)
+METRICS = "metrics"
+# the sections that give Records, and what reads each
+_RECORD_READERS: dict[str, Callable[[object, Found], None]] = {
+    workouts.SPEC.section: workouts.read,
+    **{name: functools.partial(sections.read, name) for name in sections.SPECS},
+}
+#: every section key this parser reads, besides ``metrics``: ``workouts`` and the event
+#: sections of ``hae.sections``
+RECORD_SECTIONS = tuple(_RECORD_READERS)
+#: the covered sections, defined here once: every top-level key of a body this parser
+#: reads (any other key is uncovered). docs/sections.md describes each, and the journal
+#: migration that re-pends ``partial`` rows when sections became covered is checked
+#: against this list (tests/unit/test_coverage_migration.py).
+SECTIONS = (METRICS, *RECORD_SECTIONS)
 
 # how many points between two looks at the clock: cheap enough to be invisible, often
 # enough that a 150k-point body overshoots its deadline by a few milliseconds at most
@@ -59,12 +72,10 @@ def parse(
     uncovered = found.uncovered
     points: list[Point] = []
     for name, value in _sections(document):
-        if name == "metrics":
+        if name == METRICS:
             _collect(metrics.points(value, found), points, uncovered, deadline)
-        elif name == "workouts":
-            workouts.read(value, found)
-        elif name in sections.SPECS:
-            sections.read(name, value, found)
+        elif (read := _RECORD_READERS.get(name)) is not None:
+            read(value, found)
         elif not metrics.is_empty(value):
             uncovered.add(name)
     return ParseResult(
