@@ -3,9 +3,10 @@
 Both functions run as functions-framework processes (started and stopped by
 ``healthlog.launcher``) bound to 127.0.0.1 by default (anything else is opt-in with
 ``--host``). The tick POSTs to the fold function every ``tick`` seconds (and once at
-start, which is how the backlog is picked up: an ordinary pass). Stopping (SIGTERM or Ctrl-C): ingest stops taking requests first, then the tick,
-then the fold finishes or abandons the delivery in hand; the journal is closed by the
-fold process itself after that.
+start, which is how the backlog is picked up: an ordinary pass). Stopping (SIGTERM or
+Ctrl-C): ingest stops taking requests first, then the tick, then the fold finishes or
+abandons the delivery in hand; the journal is closed by the fold process itself after
+that.
 """
 
 from __future__ import annotations
