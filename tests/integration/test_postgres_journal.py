@@ -28,8 +28,8 @@ from healthlog.errors import (
 )
 from healthlog.journal import core, migrate
 from healthlog.journal.port import ZERO_CURSOR, Journal
-from healthlog.journal.rows import first_at_or_after, to_text
 from healthlog.journal.postgres import PostgresJournal
+from healthlog.journal.rows import first_at_or_after, to_text
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, Cursor, Item, NewDelivery, ParseStatus, Point, Record
 from hypothesis import given
