@@ -812,3 +812,174 @@ def test_an_account_can_be_added_with_its_id_and_creation_time(journal: Journal)
     with pytest.raises(AccountIdTaken, match="this id"):
         journal.add_account("bob", "hash-b", account_id="acct-1")
     assert [a.name for a in journal.accounts()] == ["alice"]
+
+
+# --- the read side: summaries computed in the database -----------------------------------
+
+
+def test_the_catalog_counts_each_metric_field_unit_and_source_with_first_and_last(
+    seed: Seed, journal: Journal
+) -> None:
+    alice, bob = seed.account("alice"), seed.account("bob")
+    seed.fold(
+        seed.delivery(alice),
+        [
+            point("2026-01-01T00:00:00.000000Z", 1.0),
+            point("2026-01-03T00:00:00.000000Z", 2.0),
+            point("2026-01-02T00:00:00.000000Z", 3.0, source="iPhone"),
+            point("2026-01-02T00:00:00.000000Z", 60.0, metric="heart_rate", field="avg",
+                  unit="count/min"),
+        ],
+    )  # fmt: skip
+    seed.fold(seed.delivery(bob), [point("2025-01-01T00:00:00.000000Z", 9.0)])
+
+    got = [
+        (e.metric, e.field, e.unit, e.source, e.points, e.first, e.last)
+        for e in journal.catalog(alice.id)
+    ]
+
+    assert got == [
+        ("heart_rate", "avg", "count/min", "Watch", 1,
+         "2026-01-02T00:00:00.000000Z", "2026-01-02T00:00:00.000000Z"),
+        ("step_count", "qty", "count", "Watch", 2,
+         "2026-01-01T00:00:00.000000Z", "2026-01-03T00:00:00.000000Z"),
+        ("step_count", "qty", "count", "iPhone", 1,
+         "2026-01-02T00:00:00.000000Z", "2026-01-02T00:00:00.000000Z"),
+    ]  # fmt: skip
+    assert journal.catalog("nobody") == []
+
+
+def test_buckets_sum_up_on_the_phones_local_clock_at_every_resolution(
+    seed: Seed, journal: Journal
+) -> None:
+    """23:30 UTC at +02:00 is 01:30 the next day there; no offset counts as UTC."""
+    account = seed.account()
+    seed.fold(
+        seed.delivery(account),
+        [
+            point("2026-01-04T23:30:00.000000Z", 2.0, utc_offset=120),  # Mon 5 Jan 01:30
+            point("2026-01-05T00:10:00.000000Z", 4.0, utc_offset=120),  # Mon 5 Jan 02:10
+            point("2026-01-05T01:10:30.000000Z", 6.0, utc_offset=120),  # Mon 5 Jan 03:10
+            point("2026-01-04T10:00:00.000000Z", 1.0, utc_offset=None),  # Sun 4 Jan 10:00
+            point("2026-01-31T23:00:00.000000Z", None, utc_offset=-300),  # Sat 31 Jan 18:00
+        ],
+    )
+
+    def summed(bucket: str, **bounds: str) -> list[tuple[object, ...]]:
+        rows = journal.point_buckets(
+            account_id=account.id, metric="step_count", field="qty", bucket=bucket, **bounds
+        )  # type: ignore[arg-type]
+        return [(r.start, r.count, r.min, r.avg, r.max, r.sum) for r in rows]
+
+    assert summed("day") == [
+        ("2026-01-04", 1, 1.0, 1.0, 1.0, 1.0),
+        ("2026-01-05", 3, 2.0, 4.0, 6.0, 12.0),
+        ("2026-01-31", 1, None, None, None, None),  # counted, with no value
+    ]
+    assert summed("hour")[1:4] == [
+        ("2026-01-05T01:00", 1, 2.0, 2.0, 2.0, 2.0),
+        ("2026-01-05T02:00", 1, 4.0, 4.0, 4.0, 4.0),
+        ("2026-01-05T03:00", 1, 6.0, 6.0, 6.0, 6.0),
+    ]
+    assert [r[0] for r in summed("minute")][:2] == ["2026-01-04T10:00", "2026-01-05T01:30"]
+    assert summed("week") == [
+        ("2025-12-29", 1, 1.0, 1.0, 1.0, 1.0),  # Sunday the 4th: the week of Monday 29 Dec
+        ("2026-01-05", 3, 2.0, 4.0, 6.0, 12.0),
+        ("2026-01-26", 1, None, None, None, None),
+    ]
+    assert [r[:2] for r in summed("month")] == [("2026-01-01", 5)]
+    # the bounds are the UTC start's, half open
+    assert [r[:2] for r in summed("day", start_from="2026-01-05", start_to="2026-01-05T01")] == [
+        ("2026-01-05", 1)
+    ]
+
+
+def test_buckets_keep_to_one_field_and_source_and_account(seed: Seed, journal: Journal) -> None:
+    alice, bob = seed.account("alice"), seed.account("bob")
+    seed.fold(
+        seed.delivery(alice),
+        [
+            point(qty=1.0),
+            point(qty=10.0, source="iPhone"),
+            point(qty=100.0, field="other"),
+        ],
+    )
+    seed.fold(seed.delivery(bob), [point(qty=1000.0)])
+
+    def total(**also: str) -> list[float | None]:
+        rows = journal.point_buckets(
+            account_id=alice.id, metric="step_count", field="qty", bucket="day", **also
+        )
+        return [r.sum for r in rows]
+
+    assert total() == [11.0]
+    assert total(source="iPhone") == [10.0]
+    with pytest.raises(ValueError, match="no bucket"):
+        journal.point_buckets(
+            account_id=alice.id,
+            metric="step_count",
+            field="qty",
+            bucket="year",  # type: ignore[arg-type]
+        )
+
+
+def test_metric_days_and_late_points_tell_which_days_have_data_and_what_came_late(
+    seed: Seed, journal: Journal
+) -> None:
+    """A point older than what an earlier delivery of its metric brought is late."""
+    account = seed.account()
+    first, second = seed.delivery(account), seed.delivery(account)
+    seed.fold(
+        first,
+        [
+            point("2026-01-01T08:00:00.000000Z", utc_offset=0),
+            point("2026-01-03T08:00:00.000000Z", utc_offset=0),
+            point("2026-01-01T08:00:00.000000Z", metric="heart_rate", utc_offset=0),
+        ],
+    )
+    seed.fold(
+        second,
+        [
+            point("2026-01-02T08:00:00.000000Z", utc_offset=0),  # before the 3rd: late
+            point("2026-01-02T09:00:00.000000Z", utc_offset=0),  # late too
+            point("2026-01-04T08:00:00.000000Z", utc_offset=0),  # after it: on time
+            point("2026-01-02T08:00:00.000000Z", metric="heart_rate", utc_offset=0),  # 1st: on time
+        ],
+    )
+
+    assert journal.metric_days(account_id=account.id) == [
+        ("heart_rate", "2026-01-01", 1),
+        ("heart_rate", "2026-01-02", 1),
+        ("step_count", "2026-01-01", 1),
+        ("step_count", "2026-01-02", 2),
+        ("step_count", "2026-01-03", 1),
+        ("step_count", "2026-01-04", 1),
+    ]
+    assert journal.metric_days(
+        account_id=account.id, metric="step_count", start_from="2026-01-02", start_to="2026-01-03"
+    ) == [("step_count", "2026-01-02", 2)]
+    assert journal.late_points(account_id=account.id) == [("step_count", "2026-01-02", 2)]
+    # a range picks the late points counted, not the deliveries that set the bar
+    assert journal.late_points(account_id=account.id, start_from="2026-01-02T08:30") == [
+        ("step_count", "2026-01-02", 1)
+    ]
+    assert journal.late_points(account_id=account.id, metric="heart_rate") == []
+
+
+def test_exports_filter_by_field_source_and_identity_and_list_records_without_items(
+    seed: Seed, journal: Journal
+) -> None:
+    account = seed.account()
+    seed.fold(seed.delivery(account), [point(qty=1.0), point(qty=2.0, source="iPhone"),
+                                       point(qty=3.0, field="other")])  # fmt: skip
+    write_records(seed, seed.delivery(account), record("a", "{}", fix(0, 1.0)), record("b", "{}"))
+
+    def qtys(**filters: str) -> list[float | None]:
+        return [p.point.qty for p in journal.export_points(**filters)]
+
+    assert qtys(field="qty") == [1.0, 2.0]
+    assert qtys(field="qty", source="iPhone") == [2.0]
+    (only,) = journal.export_records(identity="a")
+    assert only.record.items == (fix(0, 1.0),)
+    listed = list(journal.export_records(with_items=False))
+    assert [(r.record.identity, r.record.items) for r in listed] == [("a", ()), ("b", ())]

@@ -28,7 +28,16 @@ from healthlog import errors, ids
 from healthlog.journal import migrate as migrations
 from healthlog.journal import rows
 from healthlog.journal.driver import Busy, Connection, Driver, Layer, Params
-from healthlog.journal.port import Journal, StoredPoint, StoredRecord, Summary
+from healthlog.journal.port import (
+    BUCKETS,
+    Bucket,
+    BucketRow,
+    CatalogEntry,
+    Journal,
+    StoredPoint,
+    StoredRecord,
+    Summary,
+)
 from healthlog.journal.rows import to_text
 from healthlog.model import Account, Cursor, Delivery, NewDelivery, ParseStatus, Point, Record
 
@@ -72,6 +81,12 @@ STATEMENTS = (
     "export_points",
     "export_records",
     "export_record_items",
+    "export_records_alone",
+    "catalog",
+    "point_buckets",
+    "metric_days",
+    "late_points",
+    *(f"bucket_{bucket}" for bucket in BUCKETS),
     *rows.FINGERPRINT_STATEMENTS,
 )
 
@@ -366,11 +381,26 @@ class SqlJournal:
         port's values. ``start_from`` is inclusive, ``start_to`` exclusive, both holding
         as they would against the stored UTC ``start`` text.
         """
+        filters = self._range_filters(alias, equal, start_from, start_to)
+        if filters is None:
+            return iter(())
+        where, params = filters
+        statements = [self._sql.render(name, **{"and": where}) for name in names]
+        return self._streamed(statements, params, combine)
+
+    def _range_filters(
+        self,
+        alias: str,
+        equal: dict[str, str | None],
+        start_from: str | None,
+        start_to: str | None,
+    ) -> tuple[str, dict[str, Any]] | None:
+        """Equality filters and a half-open start range; None when no start can pass."""
         where, params = self._filters(alias, **equal)
         if start_from is not None:
             lowest = rows.start_bound(start_from)
             if lowest is None:
-                return iter(())  # no stored start sorts at or after it
+                return None  # no stored start sorts at or after it
             where += f" AND {alias}start >= {self._sql.param('start_from')}"
             params["start_from"] = lowest
         if start_to is not None:
@@ -378,8 +408,7 @@ class SqlJournal:
             if highest is not None:  # else every stored start sorts before it
                 where += f" AND {alias}start < {self._sql.param('start_to')}"
                 params["start_to"] = highest
-        statements = [self._sql.render(name, **{"and": where}) for name in names]
-        return self._streamed(statements, params, combine)
+        return where, params
 
     def _streamed(
         self, statements: list[str], params: Params, combine: Callable[..., Iterator[T]]
@@ -394,9 +423,11 @@ class SqlJournal:
         metric: str | None = None,
         start_from: str | None = None,
         start_to: str | None = None,
+        field: str | None = None,
+        source: str | None = None,
     ) -> Iterator[StoredPoint]:
         """Showcase rows ordered by (account, metric, start, field, source)."""
-        equal = {"account_id": account_id, "metric": metric}
+        equal = {"account_id": account_id, "metric": metric, "field": field, "source": source}
         return self._export(("export_points",), "", equal, start_from, start_to, _stored_points)
 
     def export_records(
@@ -406,15 +437,90 @@ class SqlJournal:
         section: str | None = None,
         start_from: str | None = None,
         start_to: str | None = None,
+        identity: str | None = None,
+        with_items: bool = True,
     ) -> Iterator[StoredRecord]:
         """Records with their items, ordered by (account, section, start, identity).
 
         The records and their items are two statements read side by side in one
         snapshot, both in this order, and merged: memory stays flat however many.
         """
-        equal = {"account_id": account_id, "section": section}
+        equal = {"account_id": account_id, "section": section, "identity": identity}
+        if not with_items:
+            names: tuple[str, ...] = ("export_records_alone",)
+            return self._export(names, "r.", equal, start_from, start_to, _bare_records)
         names = ("export_records", "export_record_items")
         return self._export(names, "r.", equal, start_from, start_to, rows.with_items)
+
+    # --- the read side: summaries computed in the database ----------------------------
+
+    def catalog(self, account_id: str) -> list[CatalogEntry]:
+        found = self._all("catalog", {"account_id": account_id})
+        return [CatalogEntry(*row) for row in found]
+
+    def point_buckets(
+        self,
+        *,
+        account_id: str,
+        metric: str,
+        field: str,
+        bucket: Bucket,
+        start_from: str | None = None,
+        start_to: str | None = None,
+        source: str | None = None,
+    ) -> list[BucketRow]:
+        if bucket not in BUCKETS:
+            raise ValueError(f"no bucket {bucket!r}")
+        filters = self._range_filters("", {"source": source}, start_from, start_to)
+        if filters is None:
+            return []
+        where, params = filters
+        params.update(account_id=account_id, metric=metric, field=field)
+        fill = {"and": where, "bucket": self._sql["bucket_" + bucket]}
+        sql = self._sql.render("point_buckets", **fill)
+        found = self._transaction(lambda conn: conn.execute(sql, params).fetchall(), write=False)
+        return [BucketRow(*row) for row in found]
+
+    def _per_day(
+        self,
+        name: str,
+        alias: str,
+        account_id: str,
+        metric: str | None,
+        start_from: str | None,
+        start_to: str | None,
+    ) -> list[tuple[str, str, int]]:
+        filters = self._range_filters(alias, {"metric": metric}, start_from, start_to)
+        if filters is None:
+            return []
+        where, params = filters
+        params["account_id"] = account_id
+        fill = {"and": where, "day": self._sql["bucket_day"]}
+        if "of" in self._sql.statement(name).slots:  # the metric alone, for every layer
+            fill["of"] = self._filters(metric=metric)[0]
+        sql = self._sql.render(name, **fill)
+        found = self._transaction(lambda conn: conn.execute(sql, params).fetchall(), write=False)
+        return [(str(metric_), str(day), int(count)) for metric_, day, count in found]
+
+    def metric_days(
+        self,
+        *,
+        account_id: str,
+        metric: str | None = None,
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> list[tuple[str, str, int]]:
+        return self._per_day("metric_days", "", account_id, metric, start_from, start_to)
+
+    def late_points(
+        self,
+        *,
+        account_id: str,
+        metric: str | None = None,
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> list[tuple[str, str, int]]:
+        return self._per_day("late_points", "p.", account_id, metric, start_from, start_to)
 
     def fingerprint(self, account_id: str | None = None) -> str:
         """A hash of the whole showcase (every column of every row, in key order)."""
@@ -426,6 +532,10 @@ class SqlJournal:
 
 def _stored_points(found: Iterator[tuple[Any, ...]]) -> Iterator[StoredPoint]:
     return map(rows.stored_point, found)
+
+
+def _bare_records(found: Iterator[tuple[Any, ...]]) -> Iterator[StoredRecord]:
+    return (rows.stored_record(row, ()) for row in found)
 
 
 class _MigrationSession:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from healthlog.model import (
     Account,
@@ -51,6 +51,40 @@ class StoredRecord:
     account_id: str
     record: Record
     delivery_id: str
+
+
+#: the buckets the database sums points up in, on the phone's local clock
+Bucket = Literal["minute", "hour", "day", "week", "month"]
+BUCKETS: tuple[Bucket, ...] = ("minute", "hour", "day", "week", "month")
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """What the showcase holds of one (metric, field, unit, source) of an account."""
+
+    metric: str
+    field: str
+    unit: str
+    source: str
+    points: int
+    first: str  # the earliest start, UTC text
+    last: str  # the latest start
+
+
+@dataclass(frozen=True, slots=True)
+class BucketRow:
+    """One bucket of a metric's field: its local start and its numbers (None: no value).
+
+    ``start`` is local time without an offset: ``YYYY-MM-DDTHH:MM`` for minutes and
+    hours, ``YYYY-MM-DD`` for days, weeks (their Monday) and months (their first day).
+    """
+
+    start: str
+    count: int  # points in the bucket, valued or not
+    min: float | None
+    avg: float | None
+    max: float | None
+    sum: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +221,8 @@ class Journal(Protocol):
         metric: str | None = None,
         start_from: str | None = None,
         start_to: str | None = None,
+        field: str | None = None,
+        source: str | None = None,
     ) -> Iterator[StoredPoint]:
         """Showcase rows ordered by (account, metric, start, field, source).
 
@@ -201,10 +237,60 @@ class Journal(Protocol):
         section: str | None = None,
         start_from: str | None = None,
         start_to: str | None = None,
+        identity: str | None = None,
+        with_items: bool = True,
     ) -> Iterator[StoredRecord]:
         """Records with their items, ordered by (account, section, start, identity).
 
         Items come ordered by (series, seq). ``start_from``/``start_to`` as for points.
+        Without items (``with_items=False``) a listing reads the records' rows alone.
+        """
+
+    # --- the read side: summaries computed in the database ----------------------------
+
+    def catalog(self, account_id: str) -> list[CatalogEntry]:
+        """Per (metric, field, unit, source) of the account: points, first and last start."""
+
+    def point_buckets(
+        self,
+        *,
+        account_id: str,
+        metric: str,
+        field: str,
+        bucket: Bucket,
+        start_from: str | None = None,
+        start_to: str | None = None,
+        source: str | None = None,
+    ) -> list[BucketRow]:
+        """A metric's field summed up per bucket of the phone's local time, in order.
+
+        A point's bucket is read on the phone's clock when it was taken: its ``start``
+        plus its ``utc_offset`` (UTC when it has none). Bounds as for ``export_points``.
+        """
+
+    def metric_days(
+        self,
+        *,
+        account_id: str,
+        metric: str | None = None,
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> list[tuple[str, str, int]]:
+        """(metric, local day ``YYYY-MM-DD``, points) for each day a metric has data."""
+
+    def late_points(
+        self,
+        *,
+        account_id: str,
+        metric: str | None = None,
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> list[tuple[str, str, int]]:
+        """(metric, local day, points) of the points that arrived late.
+
+        A point is late when its start is older than the newest start of that metric in
+        the deliveries that came before the one that holds it: an export "since the last
+        sync" would not have sent it again.
         """
 
     def fingerprint(self, account_id: str | None = None) -> str:

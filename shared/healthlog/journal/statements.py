@@ -13,8 +13,10 @@ Lines before the first name are the file's preamble.
 
 A statement may hold *slots*, ``/*name*/`` comments where the journal core puts a fixed
 fragment of its own making (a filter, ``DESC``, a ``LIMIT``); values are always bound
-parameters. An unfilled slot is only a comment, so every statement is valid SQL as
-written.
+parameters. An unfilled slot is only a comment, so such a statement is valid SQL as
+written. A slot the statement cannot do without (the bucket a summary groups by) is
+written ``/*name!*/``, and ``render`` refuses to leave it empty; what fills it is one of
+the dialect's own expressions, itself a named statement of the file.
 
 Why not aiosql, which loads files like these: it also wants to run the statements,
 and ours run inside the journal's own transactions, with COPY, server-side cursors and
@@ -31,7 +33,7 @@ from importlib import resources
 from healthlog.errors import HealthlogError
 
 _HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --$")
-_SLOT = re.compile(r"/\*([a-z]+)\*/")
+_SLOT = re.compile(r"/\*([a-z]+)(!?)\*/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,7 @@ class Statement:
     description: str
     text: str
     slots: frozenset[str]
+    required: frozenset[str] = frozenset()
 
 
 class Statements(Mapping[str, str]):
@@ -90,6 +93,9 @@ class Statements(Mapping[str, str]):
         unknown = set(fragments) - statement.slots
         if unknown:
             raise ValueError(f"{name} has no slot {', '.join(sorted(unknown))}")
+        missing = statement.required - set(fragments)
+        if missing:
+            raise ValueError(f"{name} needs its slot {', '.join(sorted(missing))} filled")
         if not fragments:
             return statement.text
         return _SLOT.sub(lambda m: fragments.get(m.group(1), m.group(0)), statement.text)
@@ -108,7 +114,16 @@ def parse(backend: str, text: str) -> list[Statement]:
         sql = "\n".join(body).strip()
         if not sql:
             raise HealthlogError(f"{backend}.sql: {name} has no statement")
-        found.append(Statement(name, description, sql, frozenset(_SLOT.findall(sql))))
+        slots = _SLOT.findall(sql)
+        found.append(
+            Statement(
+                name,
+                description,
+                sql,
+                frozenset(slot for slot, _ in slots),
+                frozenset(slot for slot, must in slots if must),
+            )
+        )
 
     lines = iter(text.splitlines())
     for line in lines:

@@ -237,6 +237,90 @@ SELECT account_id, section, identity, series, seq,
 FROM record_items WHERE true /*and*/
 ORDER BY account_id, section, identity, series, seq
 
+-- export_records_alone --
+-- Records under the core's filters, in export order, without their items (a listing).
+SELECT r.account_id, r.section, r.identity,
+       to_char(r.start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       to_char(r."end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), r.utc_offset,
+       r.name, r.source, r.body,
+       to_char(r.layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       r.layer_id
+FROM records AS r
+WHERE true /*and*/
+ORDER BY r.account_id, r.section, r.start NULLS FIRST, r.identity
+
+-- catalog --
+-- Per metric, field, unit and source of an account: its points, first and last start.
+SELECT metric, field, unit, source, count(*),
+       to_char(min(start) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       to_char(max(start) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM points WHERE account_id = %(account_id)s
+GROUP BY metric, field, unit, source
+ORDER BY metric, field, unit, source
+
+-- point_buckets --
+-- A metric's field summed up per bucket of the phone's local time (the bucket_* below).
+SELECT /*bucket!*/ AS bucket, count(*), min(qty), avg(qty), max(qty), sum(qty)
+FROM points
+WHERE account_id = %(account_id)s AND metric = %(metric)s AND field = %(field)s /*and*/
+GROUP BY bucket
+ORDER BY bucket
+
+-- metric_days --
+-- Per metric, the points of an account on each day of the phone's local time.
+SELECT metric, /*day!*/ AS day, count(*)
+FROM points
+WHERE account_id = %(account_id)s /*and*/
+GROUP BY metric, day
+ORDER BY metric, day
+
+-- late_points --
+-- Per metric and local day, the points older than the newest start that the earlier
+-- deliveries (layers) of that metric brought. The bar of each layer is a window over
+-- the layers before it, in (received_at, id) order.
+WITH layers AS (
+    SELECT metric, layer_received_at, layer_id, max(start) AS newest
+    FROM points
+    WHERE account_id = %(account_id)s /*of*/
+    GROUP BY metric, layer_received_at, layer_id
+), bars AS (
+    SELECT metric, layer_received_at, layer_id,
+           max(newest) OVER (
+               PARTITION BY metric ORDER BY layer_received_at, layer_id
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+           ) AS bar
+    FROM layers
+)
+SELECT p.metric, /*day!*/ AS day, count(*)
+FROM points AS p
+JOIN bars AS b
+  ON b.metric = p.metric AND b.layer_received_at = p.layer_received_at
+ AND b.layer_id = p.layer_id
+WHERE p.account_id = %(account_id)s AND p.start < b.bar /*and*/
+GROUP BY p.metric, day
+ORDER BY p.metric, day
+
+-- bucket_minute --
+-- The minute of a point on the phone's clock (an expression for a bucket slot).
+to_char(start AT TIME ZONE 'UTC' + coalesce(utc_offset, 0) * interval '1 minute', 'YYYY-MM-DD"T"HH24:MI')
+
+-- bucket_hour --
+-- The hour of a point on the phone's clock.
+to_char(start AT TIME ZONE 'UTC' + coalesce(utc_offset, 0) * interval '1 minute', 'YYYY-MM-DD"T"HH24:00')
+
+-- bucket_day --
+-- The day of a point on the phone's clock.
+to_char(start AT TIME ZONE 'UTC' + coalesce(utc_offset, 0) * interval '1 minute', 'YYYY-MM-DD')
+
+-- bucket_week --
+-- The Monday of a point's week on the phone's clock.
+to_char(date_trunc('week', start AT TIME ZONE 'UTC' + coalesce(utc_offset, 0) * interval '1 minute'),
+        'YYYY-MM-DD')
+
+-- bucket_month --
+-- The first day of a point's month on the phone's clock.
+to_char(start AT TIME ZONE 'UTC' + coalesce(utc_offset, 0) * interval '1 minute', 'YYYY-MM-01')
+
 -- fold_lock_try --
 -- Take the journal-wide fold lock if it is free (session level: the server drops it
 -- when the session ends, also when the holder dies).

@@ -193,6 +193,83 @@ SELECT account_id, section, identity, series, seq, t, qty, lat, lon, alt, unit, 
 FROM record_items WHERE true /*and*/
 ORDER BY account_id, section, identity, series, seq
 
+-- export_records_alone --
+-- Records under the core's filters, in export order, without their items (a listing).
+SELECT r.account_id, r.section, r.identity, r.start, r."end", r.utc_offset, r.name,
+       r.source, r.body, r.layer_received_at, r.layer_id
+FROM records AS r
+WHERE true /*and*/
+ORDER BY r.account_id, r.section, r.start, r.identity
+
+-- catalog --
+-- Per metric, field, unit and source of an account: its points, first and last start.
+SELECT metric, field, unit, source, count(*), min(start), max(start)
+FROM points WHERE account_id = :account_id
+GROUP BY metric, field, unit, source
+ORDER BY metric, field, unit, source
+
+-- point_buckets --
+-- A metric's field summed up per bucket of the phone's local time (the bucket_* below).
+SELECT /*bucket!*/ AS bucket, count(*), min(qty), avg(qty), max(qty), sum(qty)
+FROM points
+WHERE account_id = :account_id AND metric = :metric AND field = :field /*and*/
+GROUP BY bucket
+ORDER BY bucket
+
+-- metric_days --
+-- Per metric, the points of an account on each day of the phone's local time.
+SELECT metric, /*day!*/ AS day, count(*)
+FROM points
+WHERE account_id = :account_id /*and*/
+GROUP BY metric, day
+ORDER BY metric, day
+
+-- late_points --
+-- Per metric and local day, the points older than the newest start that the earlier
+-- deliveries (layers) of that metric brought. The bar of each layer is a window over
+-- the layers before it, in (received_at, id) order.
+WITH layers AS (
+    SELECT metric, layer_received_at, layer_id, max(start) AS newest
+    FROM points
+    WHERE account_id = :account_id /*of*/
+    GROUP BY metric, layer_received_at, layer_id
+), bars AS (
+    SELECT metric, layer_received_at, layer_id,
+           max(newest) OVER (
+               PARTITION BY metric ORDER BY layer_received_at, layer_id
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+           ) AS bar
+    FROM layers
+)
+SELECT p.metric, /*day!*/ AS day, count(*)
+FROM points AS p
+JOIN bars AS b
+  ON b.metric = p.metric AND b.layer_received_at = p.layer_received_at
+ AND b.layer_id = p.layer_id
+WHERE p.account_id = :account_id AND p.start < b.bar /*and*/
+GROUP BY p.metric, day
+ORDER BY p.metric, day
+
+-- bucket_minute --
+-- The minute of a point on the phone's clock (an expression for a bucket slot).
+strftime('%Y-%m-%dT%H:%M', start, coalesce(utc_offset, 0) || ' minutes')
+
+-- bucket_hour --
+-- The hour of a point on the phone's clock.
+strftime('%Y-%m-%dT%H:00', start, coalesce(utc_offset, 0) || ' minutes')
+
+-- bucket_day --
+-- The day of a point on the phone's clock.
+date(start, coalesce(utc_offset, 0) || ' minutes')
+
+-- bucket_week --
+-- The Monday of a point's week on the phone's clock.
+date(start, coalesce(utc_offset, 0) || ' minutes', '-6 days', 'weekday 1')
+
+-- bucket_month --
+-- The first day of a point's month on the phone's clock.
+strftime('%Y-%m-01', start, coalesce(utc_offset, 0) || ' minutes')
+
 -- upsert_point --
 -- One point under the layer guard: a stored point is overwritten only by a layer that
 -- is not older, so the newest layer wins whatever order deliveries are folded in, and

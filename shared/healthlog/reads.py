@@ -1,0 +1,661 @@
+"""The read side: what the showcase holds, summed up for a person, a plot or a page.
+
+One module over the journal's reads, used by ``healthlog plot``, ``healthlog coverage``,
+the dashboard and its ``/api``: a metric's series at a resolution, a daily summary of
+several metrics, sleep per night, workouts with their series and route, the other
+sections' records, data coverage (days, gaps, late samples) and the deliveries' status.
+
+Resolutions are computed in the database (``Journal.point_buckets``), so a read returns
+at most a few thousand rows whatever the range. Times:
+
+* bounds (``start``, ``end``) are aware datetimes or the port's UTC text, half open;
+* a bucket is read on the phone's clock when its points were taken (their UTC offset;
+  UTC for points sent without one) and labelled by its local start without an offset
+  (``2026-01-05``, ``2026-01-05T13:00``);
+* a raw point's time is ISO 8601 with the phone's offset (``2026-01-05T13:04:00+02:00``).
+
+Each metric has a *kind* (``kind_of``): ``cumulative`` metrics (steps, energy, distance,
+...) are summed per bucket, ``discrete`` ones (heart rate, weight, ...) summarised by
+min, average and max; docs/dashboard.md lists them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta, timezone
+from enum import StrEnum
+from typing import Any
+
+import orjson
+
+from healthlog.errors import HealthlogError
+from healthlog.journal.port import BucketRow, CatalogEntry, Journal, Summary
+from healthlog.journal.rows import from_text, to_text
+from healthlog.model import Account, Delivery, Item, Record
+
+#: at most this many buckets or raw points in one series
+MAX_ROWS = 5000
+
+
+class Kind(StrEnum):
+    DISCRETE = "discrete"  # a reading: min, average and max per bucket
+    CUMULATIVE = "cumulative"  # an amount over time: summed per bucket
+
+
+class Resolution(StrEnum):
+    RAW = "raw"
+    MINUTE = "minute"
+    HOUR = "hour"
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+
+
+#: the metrics HAE sends that are amounts over an interval, summed per bucket; every
+#: other metric is a reading (documented in docs/dashboard.md, "Metric kinds")
+CUMULATIVE = frozenset(
+    {
+        "active_energy",
+        "apple_exercise_time",
+        "apple_stand_hour",
+        "apple_stand_time",
+        "basal_energy_burned",
+        "cycling_distance",
+        "dietary_energy",
+        "dietary_water",
+        "distance_cycling",
+        "distance_swimming",
+        "distance_walking_running",
+        "flights_climbed",
+        "mindful_minutes",
+        "number_of_times_fallen",
+        "physical_effort",
+        "push_count",
+        "step_count",
+        "swimming_stroke_count",
+        "time_in_daylight",
+        "walking_running_distance",
+        "wheelchair_distance",
+    }
+)
+
+#: the field that stands for a metric when none is named, in this order of preference
+MAIN_FIELDS = ("qty", "avg", "totalSleep", "asleep", "systolic", "segment")
+
+# auto resolution: the finest whose buckets over the range stay under MAX_BUCKETS
+MAX_BUCKETS = 2000
+_SPANS = (
+    (Resolution.MINUTE, timedelta(minutes=1)),
+    (Resolution.HOUR, timedelta(hours=1)),
+    (Resolution.DAY, timedelta(days=1)),
+    (Resolution.WEEK, timedelta(weeks=1)),
+)
+
+
+def kind_of(metric: str) -> Kind:
+    return Kind.CUMULATIVE if metric in CUMULATIVE else Kind.DISCRETE
+
+
+class UnknownName(HealthlogError):
+    """No such metric, field or section in this account's data."""
+
+
+class NotFound(HealthlogError):
+    """No such workout, record or delivery."""
+
+
+# --- values ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MetricInfo:
+    """One metric field of an account: its unit, kind, sources and extent."""
+
+    metric: str
+    field: str
+    unit: str
+    kind: Kind
+    points: int
+    first: str  # UTC text
+    last: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One row of a series: a bucket, or a raw point (count 1, min = max = value)."""
+
+    t: str  # a bucket's local start, or a raw point's time with its offset
+    value: float | None  # the sum (cumulative) or the average (discrete)
+    min: float | None
+    max: float | None
+    count: int
+    source: str | None = None  # raw points only
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    metric: str
+    field: str
+    unit: str
+    kind: Kind
+    resolution: Resolution
+    samples: list[Sample]
+    truncated: bool = False  # more rows than MAX_ROWS: the first MAX_ROWS are here
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "field": self.field,
+            "unit": self.unit,
+            "kind": self.kind.value,
+            "resolution": self.resolution.value,
+            "truncated": self.truncated,
+            "samples": [
+                {"t": s.t, "value": s.value, "min": s.min, "max": s.max, "count": s.count}
+                | ({"source": s.source} if s.source is not None else {})
+                for s in self.samples
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Night:
+    """One night's sleep: hours per stage, from one source."""
+
+    night: str  # the local date the night ends on (YYYY-MM-DD)
+    source: str
+    stages: dict[str, float]  # deep, core, rem, awake, asleep (unstaged), in_bed
+    start: str | None = None  # the first segment's time with its offset, when known
+    end: str | None = None
+
+    @property
+    def asleep_h(self) -> float:
+        return sum(v for k, v in self.stages.items() if k not in ("awake", "in_bed"))
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """Days in a row without data for a metric that has data on most days."""
+
+    first: str  # YYYY-MM-DD, local
+    last: str
+    days: int
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    metric: str
+    days: dict[str, int]  # local day -> points
+    gaps: list[Gap]
+    late: dict[str, int]  # local day -> points that arrived late
+    daily: bool  # the metric has data on most days of its span: gaps are reported
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "first_day": min(self.days) if self.days else None,
+            "last_day": max(self.days) if self.days else None,
+            "days_with_data": len(self.days),
+            "daily": self.daily,
+            "days": self.days,
+            "gaps": [{"first": g.first, "last": g.last, "days": g.days} for g in self.gaps],
+            "late": self.late,
+            "late_points": sum(self.late.values()),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RouteSummary:
+    points: int
+    distance_m: float
+    elevation_gain_m: float
+    bbox: tuple[float, float, float, float] | None  # min lon, min lat, max lon, max lat
+
+
+@dataclass(frozen=True)
+class Workout:
+    identity: str
+    name: str | None
+    start: str | None  # with the workout's offset
+    end: str | None
+    source: str | None
+    body: dict[str, Any]
+    series: dict[str, list[Item]] = field(default_factory=dict)
+
+    def route(self) -> list[Item]:
+        return [i for i in self.series.get("route", []) if i.lat is not None and i.lon is not None]
+
+    def route_summary(self) -> RouteSummary:
+        return summarise_route(self.route())
+
+
+# --- the reads ------------------------------------------------------------------------------
+
+
+def _bound(at: datetime | str | None) -> str | None:
+    if at is None or isinstance(at, str):
+        return at
+    return to_text(at)
+
+
+def local_text(utc_text: str | None, offset_min: int | None) -> str | None:
+    """A stored UTC time as ISO 8601 on the phone's clock, with its offset."""
+    if utc_text is None:
+        return None
+    at = from_text(utc_text)
+    zone = UTC if offset_min is None else timezone(timedelta(minutes=offset_min))
+    return at.astimezone(zone).isoformat()
+
+
+def auto_resolution(start: datetime | None, end: datetime | None) -> Resolution:
+    """The finest resolution whose buckets over [start, end) stay under MAX_BUCKETS."""
+    if start is None or end is None:
+        return Resolution.DAY
+    span = end - start
+    for resolution, width in _SPANS:
+        if span / width <= MAX_BUCKETS:
+            return resolution
+    return Resolution.MONTH
+
+
+class Reads:
+    """The reads of one account's data."""
+
+    def __init__(self, journal: Journal, account: Account) -> None:
+        self.journal = journal
+        self.account = account
+
+    # --- names --------------------------------------------------------------------------
+
+    def catalog(self) -> list[MetricInfo]:
+        """Every metric field the account has, with its unit, kind, sources and extent."""
+        grouped: dict[tuple[str, str, str], list[CatalogEntry]] = defaultdict(list)
+        for entry in self.journal.catalog(self.account.id):
+            grouped[(entry.metric, entry.field, entry.unit)].append(entry)
+        return [
+            MetricInfo(
+                metric=metric,
+                field=field_,
+                unit=unit,
+                kind=kind_of(metric),
+                points=sum(e.points for e in entries),
+                first=min(e.first for e in entries),
+                last=max(e.last for e in entries),
+                sources=tuple(sorted({e.source for e in entries})),
+            )
+            for (metric, field_, unit), entries in sorted(grouped.items())
+        ]
+
+    def metric_fields(self, metric: str) -> list[MetricInfo]:
+        """The fields of ``metric``; UnknownName (naming the nearest) if it has none."""
+        catalog = self.catalog()
+        found = [info for info in catalog if info.metric == metric]
+        if not found:
+            names = sorted({info.metric for info in catalog})
+            raise UnknownName(_unknown("metric", metric, names))
+        return found
+
+    def main_field(self, metric: str, field_: str | None = None) -> MetricInfo:
+        """The field asked for, or the one that stands for the metric."""
+        fields = self.metric_fields(metric)
+        by_name = {info.field: info for info in fields}
+        if field_ is not None:
+            if field_ not in by_name:
+                raise UnknownName(_unknown(f"field of {metric}", field_, sorted(by_name)))
+            return by_name[field_]
+        for name in MAIN_FIELDS:
+            if name in by_name:
+                return by_name[name]
+        return fields[0]
+
+    # --- one metric ---------------------------------------------------------------------
+
+    def series(
+        self,
+        metric: str,
+        *,
+        field: str | None = None,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+        resolution: Resolution | None = None,
+        source: str | None = None,
+        limit: int = MAX_ROWS,
+    ) -> Series:
+        """A metric field over [start, end) at a resolution (default: from the range)."""
+        info = self.main_field(metric, field)
+        if resolution is None:
+            resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
+        kind = info.kind
+        if resolution is Resolution.RAW:
+            samples: list[Sample] = []
+            truncated = False
+            for stored in self.journal.export_points(
+                account_id=self.account.id,
+                metric=metric,
+                field=info.field,
+                source=source,
+                start_from=_bound(start),
+                start_to=_bound(end),
+            ):
+                if len(samples) >= limit:
+                    truncated = True
+                    break
+                p = stored.point
+                t = local_text(p.start, p.utc_offset)
+                assert t is not None
+                samples.append(Sample(t, p.qty, p.qty, p.qty, 1, p.source))
+            return Series(metric, info.field, info.unit, kind, resolution, samples, truncated)
+        rows = self.journal.point_buckets(
+            account_id=self.account.id,
+            metric=metric,
+            field=info.field,
+            bucket=resolution.value,  # type: ignore[arg-type]
+            start_from=_bound(start),
+            start_to=_bound(end),
+            source=source,
+        )
+        samples = [_sample(row, kind) for row in rows[:limit]]
+        return Series(metric, info.field, info.unit, kind, resolution, samples, len(rows) > limit)
+
+    def daily(
+        self,
+        metrics: Sequence[str],
+        *,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+    ) -> list[dict[str, Any]]:
+        """A day a row: for each metric its day's value (sum or average), in day order."""
+        days: dict[str, dict[str, Any]] = {}
+        for metric in metrics:
+            series = self.series(metric, start=start, end=end, resolution=Resolution.DAY)
+            for sample in series.samples:
+                days.setdefault(sample.t, {"day": sample.t})[metric] = sample.value
+        return [days[day] for day in sorted(days)]
+
+    # --- sleep --------------------------------------------------------------------------
+
+    def sleep_nights(
+        self, *, start: datetime | str | None = None, end: datetime | str | None = None
+    ) -> list[Night]:
+        """Sleep per night: aggregated nights as sent, segments summed per stage.
+
+        A night is labelled by the local date of its start plus twelve hours (a night
+        that starts at 23:00 or at 02:00 belongs to the morning after). Where several
+        sources report one night, the one with the most sleep is kept.
+        """
+        nights: dict[tuple[str, str], dict[str, Any]] = {}
+        for stored in self.journal.export_points(
+            account_id=self.account.id,
+            metric="sleep_analysis",
+            start_from=_bound(start),
+            start_to=_bound(end),
+        ):
+            p = stored.point
+            local = from_text(p.start).astimezone(
+                UTC if p.utc_offset is None else timezone(timedelta(minutes=p.utc_offset))
+            )
+            label = (local + timedelta(hours=12)).date().isoformat()
+            night = nights.setdefault(
+                (label, p.source), {"stages": defaultdict(float), "start": None, "end": None}
+            )
+            if p.field == "segment":
+                begin = local_text(p.start, p.utc_offset)
+                finish = local_text(p.end, p.utc_offset)
+                if night["start"] is None or (begin and begin < night["start"]):
+                    night["start"] = begin
+                if finish and (night["end"] is None or finish > night["end"]):
+                    night["end"] = finish
+            stage = _stage(p.field, p.text)
+            if stage is not None and p.qty is not None:
+                night["stages"][stage] += p.qty
+        best: dict[str, Night] = {}
+        for (label, source), night in nights.items():
+            candidate = Night(
+                label,
+                source,
+                {k: round(v, 4) for k, v in sorted(night["stages"].items())},
+                night["start"],
+                night["end"],
+            )
+            kept = best.get(label)
+            if kept is None or (candidate.asleep_h, source) > (kept.asleep_h, kept.source):
+                best[label] = candidate
+        return [best[label] for label in sorted(best)]
+
+    # --- records ------------------------------------------------------------------------
+
+    def workouts(
+        self, *, start: datetime | str | None = None, end: datetime | str | None = None
+    ) -> list[Workout]:
+        """The workouts in [start, end), without their series."""
+        return [
+            _workout(stored.record)
+            for stored in self.journal.export_records(
+                account_id=self.account.id,
+                section="workouts",
+                start_from=_bound(start),
+                start_to=_bound(end),
+                with_items=False,
+            )
+        ]
+
+    def workout(self, identity: str) -> Workout:
+        """One workout with its series (route, heart rate, ...)."""
+        found = list(
+            self.journal.export_records(
+                account_id=self.account.id, section="workouts", identity=identity
+            )
+        )
+        if not found:
+            raise NotFound("no such workout")
+        return _workout(found[0].record)
+
+    def records(
+        self,
+        section: str,
+        *,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+        with_items: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The records of a section other than metrics, as dicts a page or a model reads."""
+        return [
+            record_dict(stored.record)
+            for stored in self.journal.export_records(
+                account_id=self.account.id,
+                section=section,
+                start_from=_bound(start),
+                start_to=_bound(end),
+                with_items=with_items,
+            )
+        ]
+
+    def sections(self) -> dict[str, int]:
+        """The sections other than metrics that the account has, with their records."""
+        return dict(sorted(self.journal.summary(self.account.id).records.items()))
+
+    # --- the truth about the data and the deliveries -------------------------------------
+
+    def coverage(
+        self,
+        *,
+        metric: str | None = None,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+    ) -> list[Coverage]:
+        """Per metric: points per local day, the gaps, and the points that came late."""
+        if metric is not None:
+            self.metric_fields(metric)  # an unknown name is an error, not an empty list
+        bounds = {"start_from": _bound(start), "start_to": _bound(end)}
+        days: dict[str, dict[str, int]] = defaultdict(dict)
+        for name, day, count in self.journal.metric_days(
+            account_id=self.account.id, metric=metric, **bounds
+        ):
+            days[name][day] = count
+        late: dict[str, dict[str, int]] = defaultdict(dict)
+        for name, day, count in self.journal.late_points(
+            account_id=self.account.id, metric=metric, **bounds
+        ):
+            late[name][day] = count
+        result = []
+        for name in sorted(days):
+            gaps, daily = find_gaps(days[name])
+            result.append(Coverage(name, days[name], gaps, late.get(name, {}), daily))
+        return result
+
+    def status(self) -> Summary:
+        return self.journal.summary(self.account.id)
+
+    def deliveries(self, *, limit: int = 100) -> list[Delivery]:
+        return self.journal.deliveries(account_id=self.account.id, limit=limit, newest_first=True)
+
+    def delivery(self, delivery_id: str) -> Delivery:
+        found = self.journal.get_delivery(delivery_id)
+        if found is None or found.account_id != self.account.id:
+            raise NotFound("no such delivery")
+        return found
+
+
+# --- rules ----------------------------------------------------------------------------------
+
+#: a metric is *daily* when at least this share of the days of its span have data; only
+#: then is a day without data a gap (a weekly weigh-in has no gaps between weigh-ins)
+DAILY_SHARE = 0.5
+
+
+def find_gaps(days: dict[str, int]) -> tuple[list[Gap], bool]:
+    """The runs of days without data between a metric's first and last day with data.
+
+    Reported only for a *daily* metric (``DAILY_SHARE``); returns (gaps, daily).
+    """
+    if not days:
+        return [], False
+    have = sorted(date.fromisoformat(day) for day in days)
+    span = (have[-1] - have[0]).days + 1
+    daily = len(have) / span >= DAILY_SHARE
+    if not daily:
+        return [], False
+    gaps = []
+    for before, after in itertools.pairwise(have):
+        missing = (after - before).days - 1
+        if missing > 0:
+            first, last = before + timedelta(days=1), after - timedelta(days=1)
+            gaps.append(Gap(first.isoformat(), last.isoformat(), missing))
+    return gaps, True
+
+
+def summarise_route(route: Iterable[Item]) -> RouteSummary:
+    """Distance (great circle, m), elevation gain (m) and bounding box of a route."""
+    fixes = [i for i in route if i.lat is not None and i.lon is not None]
+    distance = gain = 0.0
+    for a, b in itertools.pairwise(fixes):
+        distance += _haversine_m(a.lat, a.lon, b.lat, b.lon)  # type: ignore[arg-type]
+        if a.alt is not None and b.alt is not None and b.alt > a.alt:
+            gain += b.alt - a.alt
+    if not fixes:
+        return RouteSummary(0, 0.0, 0.0, None)
+    lons = [i.lon for i in fixes if i.lon is not None]
+    lats = [i.lat for i in fixes if i.lat is not None]
+    bbox = (min(lons), min(lats), max(lons), max(lats))
+    return RouteSummary(len(fixes), round(distance, 1), round(gain, 1), bbox)
+
+
+def _haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    radius = 6_371_008.8  # the mean Earth radius
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    h = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * radius * math.asin(math.sqrt(min(1.0, h)))
+
+
+_STAGES = {
+    "deep": "deep",
+    "core": "core",
+    "rem": "rem",
+    "awake": "awake",
+    "asleep": "asleep",
+    "inbed": "in_bed",
+    "in bed": "in_bed",
+    "in_bed": "in_bed",
+    "asleepunspecified": "asleep",
+}
+
+
+def _stage(field_: str, text: str | None) -> str | None:
+    """The stage a sleep point stands for (None: a total, counted by its stages)."""
+    if field_ == "segment":
+        return _STAGES.get((text or "").strip().lower())
+    if field_ == "totalSleep":
+        return None
+    return _STAGES.get(field_.lower())
+
+
+def _sample(row: BucketRow, kind: Kind) -> Sample:
+    value = row.sum if kind is Kind.CUMULATIVE else row.avg
+    return Sample(row.start, value, row.min, row.max, row.count)
+
+
+def _as_datetime(at: datetime | str | None) -> datetime | None:
+    if at is None or isinstance(at, datetime):
+        return at
+    return from_text(at)
+
+
+def _unknown(what: str, name: str, known: Sequence[str]) -> str:
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    listing = "" if near or not known else f"; known: {', '.join(known[:20])}"
+    return f"no {what} named {name!r} in this account's data{hint}{listing}"
+
+
+def _workout(record: Record) -> Workout:
+    series: dict[str, list[Item]] = defaultdict(list)
+    for item in record.items:
+        series[item.series].append(item)
+    return Workout(
+        identity=record.identity,
+        name=record.name,
+        start=local_text(record.start, record.utc_offset),
+        end=local_text(record.end, record.utc_offset),
+        source=record.source,
+        body=orjson.loads(record.body),
+        series=dict(series),
+    )
+
+
+def record_dict(record: Record) -> dict[str, Any]:
+    """A record as plain values: times with their offset, the body as JSON, items by series."""
+    out: dict[str, Any] = {
+        "section": record.section,
+        "identity": record.identity,
+        "name": record.name,
+        "start": local_text(record.start, record.utc_offset),
+        "end": local_text(record.end, record.utc_offset),
+        "source": record.source,
+        "body": orjson.loads(record.body),
+    }
+    if record.items:
+        grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for item in record.items:
+            grouped[item.series].append(
+                {
+                    k: v
+                    for k, v in (
+                        ("t", local_text(item.t, record.utc_offset)),
+                        ("qty", item.qty),
+                        ("lat", item.lat),
+                        ("lon", item.lon),
+                        ("alt", item.alt),
+                        ("unit", item.unit),
+                    )
+                    if v is not None
+                }
+            )
+        out["series"] = dict(grouped)
+    return out
