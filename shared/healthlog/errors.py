@@ -112,6 +112,12 @@ class BodyMissing(FoldFailure):
     kind = "missing_body"
 
 
+class ValueRefused(FoldFailure):
+    """The journal cannot store a value of the delivery (too long, out of range, invalid)."""
+
+    kind = "refused_value"
+
+
 class FoldDeadline(FoldFailure):
     """The fold did not finish within its own deadline."""
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import orjson
 
 from healthlog.errors import FoldDeadline, UnreadableBody
 from healthlog.hae import metrics, sections, workouts
 from healthlog.hae.records import Found
-from healthlog.model import ParseResult, Point
+from healthlog.model import Item, ParseResult, Point, Record
 
 METRICS = "metrics"
 # the sections that give Records, and what reads each
@@ -61,7 +62,14 @@ def parse(
     if content_type.split(";", 1)[0].strip().lower() == "multipart/form-data":
         from healthlog.hae import csv
 
-        return csv.parse(body, content_type=content_type, tz=tz, deadline=deadline)
+        found = csv.parse(body, content_type=content_type, tz=tz, deadline=deadline)
+        return without_nul(found) if b"\x00" in body else found
+    result = _parse_json(body, deadline)
+    # JSON can only spell NUL as an escape: a body without one has none to replace
+    return without_nul(result) if b"\\u0000" in body else result
+
+
+def _parse_json(body: bytes, deadline: float | None) -> ParseResult:
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -84,6 +92,54 @@ def parse(
         records=found.records,
         incomparable=found.incomparable,
     )
+
+
+#: what NUL (U+0000) becomes in every text the showcase stores: PostgreSQL's text cannot
+#: hold NUL at all, and one body must give one showcase on every backend
+NUL_STAND_IN = "\ufffd"
+
+
+def _clean_text(value: object) -> object:
+    """A plain text with NUL replaced; a stored JSON text re-written without NUL."""
+    if not isinstance(value, str):
+        return value
+    if "\\u0000" in value and value[:1] in ("{", "[", '"'):
+        try:
+            decoded = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            pass  # not JSON after all: a plain text that spells the escape
+        else:
+            return orjson.dumps(_clean_json(decoded), option=orjson.OPT_SORT_KEYS).decode()
+    return value.replace("\x00", NUL_STAND_IN)
+
+
+def _clean_json(value: object) -> object:
+    if isinstance(value, str):
+        return value.replace("\x00", NUL_STAND_IN)
+    if isinstance(value, list):
+        return [_clean_json(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean_json(k): _clean_json(v) for k, v in value.items()}
+    return value
+
+
+def without_nul(result: ParseResult) -> ParseResult:
+    """The result with every NUL in its texts replaced by U+FFFD (docs/database.md, "NUL").
+
+    Keys included (a source or a metric name), and inside the stored JSON texts (extra,
+    body), so a key with NUL is the same key on SQLite and PostgreSQL.
+    """
+
+    def clean(row: tuple[object, ...]) -> list[object]:
+        return [_clean_text(v) for v in row]
+
+    points = [Point._make(clean(p)) for p in result.points]
+    records = [
+        Record._make([*clean(r[:-1]), tuple(Item._make(clean(i)) for i in r.items)])
+        for r in result.records
+    ]
+    uncovered = tuple(sorted({str(_clean_text(k)) for k in result.uncovered}))
+    return replace(result, points=points, records=records, uncovered=uncovered)
 
 
 # {"data": {"metrics": [...], "workouts": [...]}}           the app's envelope

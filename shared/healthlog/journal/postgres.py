@@ -66,6 +66,11 @@ _FETCH = 1000
 # a consistent view across the statements of one report (summary)
 _SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
+# data exception (a string too long, text the encoding cannot hold, a number out of
+# range) and program limit exceeded (an index row too large for a long name): classes
+# of SQLSTATE that a value causes, whatever the database's state
+_VALUE_CLASSES = frozenset({"22", "54"})
+
 # the unique constraints of ``accounts``, by the error a duplicate gets
 _TAKEN: dict[str, type[errors.AccountError]] = {
     "accounts_pkey": errors.AccountIdTaken,
@@ -92,6 +97,9 @@ def _translate(exc: psycopg.Error) -> errors.HealthlogError:
     if isinstance(exc, pg_errors.ForeignKeyViolation):
         return errors.NoSuchAccount()  # the one foreign key: a delivery's account
     what = f"{type(exc).__name__}, SQLSTATE {exc.sqlstate or '-'}"
+    if (exc.sqlstate or "")[:2] in _VALUE_CLASSES:
+        # the body's value, not the database: the same value fails every time
+        return errors.ValueRefused(f"the journal cannot store a value ({what})")
     if isinstance(exc, pg_errors.UndefinedTable | pg_errors.UndefinedColumn):
         return errors.JournalUnavailable(f"the journal is not migrated ({what})")
     if isinstance(exc, psycopg.IntegrityError | psycopg.DataError | psycopg.ProgrammingError):

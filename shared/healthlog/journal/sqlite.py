@@ -67,13 +67,21 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
-def _translate(exc: sqlite3.Error | OSError) -> errors.HealthlogError:
+def _translate(exc: sqlite3.Error | OSError | OverflowError) -> errors.HealthlogError:
     """The port's error for a driver error (the caller raises it ``from`` exc)."""
+    if isinstance(exc, OverflowError):  # the module's own: an int SQLite cannot hold
+        return errors.ValueRefused("the journal cannot store a value (an integer too large)")
     if isinstance(exc, OSError):
         return errors.JournalUnavailable(f"the journal's folder failed ({exc})")
     if _is_busy(exc):
         return Busy()
     name = getattr(exc, "sqlite_errorname", type(exc).__name__)
+    if isinstance(exc, sqlite3.DataError) or getattr(exc, "sqlite_errorcode", None) in (
+        sqlite3.SQLITE_TOOBIG,
+        sqlite3.SQLITE_MISMATCH,
+    ):
+        # the body's value, not the database: the same value fails every time
+        return errors.ValueRefused(f"the journal cannot store a value ({name})")
     if isinstance(exc, sqlite3.IntegrityError):
         if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
             return errors.NoSuchAccount()  # the one foreign key: a delivery's account
@@ -87,7 +95,7 @@ def _translate(exc: sqlite3.Error | OSError) -> errors.HealthlogError:
 
 
 def _translated() -> AbstractContextManager[None]:
-    return translated((sqlite3.Error, OSError), _translate)
+    return translated((sqlite3.Error, OSError, OverflowError), _translate)
 
 
 # --- connections -----------------------------------------------------------------------------
