@@ -24,10 +24,9 @@ from typing import BinaryIO
 from healthlog.archive.keys import check_key
 from healthlog.archive.port import put_whole
 from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
+from healthlog.files import DIR_MODE, private_dirs
 
 TMP_DIR = ".tmp"
-# bodies are health data: directories this adapter creates are private to the service
-DIR_MODE = 0o700
 
 
 class LocalArchive:
@@ -181,7 +180,8 @@ class LocalWriter:
         if self._file is None:
             tmp_dir = self._archive.root / TMP_DIR
             try:
-                os.makedirs(tmp_dir, mode=DIR_MODE, exist_ok=True)
+                # the root too, if new: bodies are health data, private whatever the umask
+                private_dirs(tmp_dir)
                 # mkstemp: O_EXCL, mode 0600, a name no other writer can get
                 fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="body-")
             except OSError as e:
@@ -203,6 +203,7 @@ class LocalWriter:
             child = directory / part
             try:
                 os.mkdir(child, DIR_MODE)
+                os.chmod(child, DIR_MODE)  # the umask may have taken bits away
                 changed.append(directory)
             except FileExistsError:
                 pass

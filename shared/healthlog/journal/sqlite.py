@@ -34,6 +34,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, TypeVar
 
 from healthlog import errors, log
+from healthlog.files import FILE_MODE, private_dirs, private_file
 from healthlog.journal import rows
 from healthlog.journal.core import STATEMENTS, SqlJournal
 from healthlog.journal.driver import Busy, Connection, Layer, Params, Rows, translated
@@ -174,12 +175,12 @@ class SqliteDriver:
         self.pool = _Pool(self._open, _POOL_KEEP)
 
     def _open(self) -> sqlite3.Connection:
-        folder = os.path.dirname(os.path.abspath(self.path))
-        # the journal holds health data: a new folder and database are the owner's only
-        # (SQLite gives its -wal and -shm files the database file's permissions)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        # the journal holds health data: a new folder and database are the owner's only,
+        # whatever the umask (SQLite gives its -wal and -shm files the database's mode)
+        private_dirs(os.path.dirname(os.path.abspath(self.path)))
         with suppress(FileExistsError):
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+            os.chmod(self.path, FILE_MODE)
         conn = sqlite3.connect(
             self.path,
             timeout=self._busy_timeout_ms / 1000,
@@ -239,8 +240,8 @@ class SqliteDriver:
         """
         deadline = time.monotonic() + wait_s
         try:
-            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            handle = open(self.path + ".fold-lock", "a+b")  # noqa: SIM115
+            private_dirs(os.path.dirname(os.path.abspath(self.path)))
+            handle = os.fdopen(private_file(self.path + ".fold-lock"), "r+b")
         except OSError as exc:
             raise errors.JournalUnavailable("the fold lock file cannot be opened") from exc
         try:
