@@ -466,6 +466,33 @@ def test_gzip_output_ending_exactly_on_a_chunk_boundary_is_whole(rig: Rig) -> No
     Player(rig.journal, rig.archive).play(delivery.id)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    cuts=st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=4),
+    piece=st.integers(min_value=1, max_value=5000),
+)
+def test_a_body_of_several_gzip_members_is_archived_as_their_joined_output(
+    rig: Rig, cuts: list[int], piece: int
+) -> None:
+    """RFC 1952 allows members one after another (``cat a.gz b.gz``): all are inflated."""
+    body = b'{"pad": "' + b"c" * 300 + b'"}'
+    edges = sorted({min(c, len(body) - 1) for c in cuts})
+    parts = [body[a:b] for a, b in zip([0, *edges], [*edges, len(body)], strict=True)]
+    status, _ = accept_gzip(rig, b"".join(gzip.compress(p) for p in parts), piece)
+    assert status == 200
+    delivery = rig.journal.deliveries(newest_first=True, limit=1)[0]
+    assert rig.archive.read(delivery.archive_key) == body
+    Player(rig.journal, rig.archive).play(delivery.id)
+
+
+@pytest.mark.parametrize(
+    "tail", [b"garbage", b"\x1f\x8b\x08", gzip.compress(b"x")[:-4]], ids=["junk", "cut", "short"]
+)
+def test_what_follows_a_gzip_member_must_be_a_whole_member(rig: Rig, tail: bytes) -> None:
+    status, _ = accept_gzip(rig, gzip.compress(b'{"a": 1}') + tail, 1 << 16)
+    assert status == 400
+
+
 def test_no_fuzzed_delivery_was_left_pending(rig: Rig) -> None:
     assert rig.journal.count_pending() == 0
     assert all(d.account_id == rig.account.id for d in rig.journal.deliveries())

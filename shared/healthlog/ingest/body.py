@@ -152,32 +152,46 @@ class _Decoder:
 
 
 class _Gunzip(_Decoder):
-    """gzip, at most ``CHUNK_BYTES`` of output per step: the limit sees a bomb go off."""
+    """gzip, at most ``CHUNK_BYTES`` of output per step: the limit sees a bomb go off.
+
+    A body may hold several gzip members one after the other (RFC 1952, 2.2; what
+    ``cat a.gz b.gz`` makes): each is inflated in turn and their outputs follow each
+    other. Anything after a member that is not another member is a broken stream.
+    """
 
     def __init__(self) -> None:
-        self._z = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip header and trailer
+        self._z = self._member()
+
+    @staticmethod
+    def _member() -> zlib._Decompress:
+        return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip header and trailer
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
-        if self._z.eof:
-            raise reject("bad_gzip")  # bytes after the end
         yield from self._inflate(chunk)
 
     def finish(self) -> Iterator[bytes]:
         yield from self._inflate(b"")
-        if not self._z.eof or self._z.unused_data:
-            raise reject("bad_gzip")
+        if not self._z.eof:
+            raise reject("bad_gzip")  # cut short inside a member
 
     def _inflate(self, data: bytes) -> Iterator[bytes]:
         while True:
+            if self._z.eof:
+                if not data:
+                    return
+                self._z = self._member()  # the next member starts here
             try:
                 out = self._z.decompress(data, CHUNK_BYTES)
             except zlib.error:
                 raise reject("bad_gzip") from None
             if out:
                 yield out
+            if self._z.eof:
+                data = self._z.unused_data  # what follows this member, if anything
+                continue
             data = self._z.unconsumed_tail
             # a full piece may leave output inside zlib even with no input left
-            if not data and (len(out) < CHUNK_BYTES or self._z.eof):
+            if not data and len(out) < CHUNK_BYTES:
                 return
 
 
