@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from healthlog.errors import UnreadableBody
 from healthlog.hae import parse
+from healthlog.model import Point
 
 BOUNDARY = "hae-boundary-1"
 CONTENT_TYPE = f"multipart/form-data; boundary={BOUNDARY}"
@@ -50,7 +52,65 @@ def test_csv_workouts_are_records_keyed_like_v1_workouts() -> None:
         "2023-06-20T17:57:00.000000Z",
         0,
     )
-    assert '"Duration":"00:17:16"' in walk.body
+    body = orjson.loads(walk.body)
+    # the JSON workouts' shape: json_extract(body, '$.distance.qty') works for both forms
+    assert body["duration"] == 17 * 60 + 16
+    assert body["distance"] == {"qty": 0.59, "units": "mi"}
+    assert body["activeEnergyBurned"] == {"qty": 67.5, "units": "kcal"}
+
+
+def test_hae_s_own_workouts_csv_names_the_activity_type_and_keeps_odd_cells_as_sent() -> None:
+    csv = (
+        "Type,Start,End,Duration,Distance (mi),Max Heart Rate (bpm),Location\r\n"
+        "Running,2023-06-20 07:00,2023-06-20 07:45,00:45:00,5.12,171,Outdoor\r\n"
+        "Cycling,2023-06-20 07:00,2023-06-20 08:00,01:00:00,12.5,150,Outdoor\r\n"
+    )
+    result = parse(multipart(("workouts", csv)), content_type=CONTENT_TYPE, tz="UTC")
+
+    run, ride = result.records
+    assert (run.name, run.identity) == ("Running", "Running|2023-06-20T07:00:00.000000Z")
+    assert ride.identity == "Cycling|2023-06-20T07:00:00.000000Z"  # same minute, not merged
+    body = orjson.loads(run.body)
+    assert body["distance"] == {"qty": 5.12, "units": "mi"}
+    assert body["maxHeartRate"] == {"qty": 171.0, "units": "bpm"}
+    assert body["Location"] == "Outdoor"
+
+
+def test_csv_fields_are_the_json_parsers_fields_for_the_same_keys() -> None:
+    """One mapping: a CSV night, heart rate or sexual activity keys like its JSON form."""
+    csv = (
+        "Date/Time,Sleep Analysis [In Bed] (hr),Sleep Analysis [REM] (hr),"
+        "Sleep Analysis [Total Sleep] (hr),Heart Rate [Max] (count/min),"
+        "Sexual Activity [Protection Used] (count),Blood Pressure [Systolic] (mmHg)\r\n"
+        "2024-06-01 00:00:00,8.1,1.2,7.0,88,1,121\r\n"
+    )
+    json_body = orjson.dumps({"data": {"metrics": [
+        {"name": "sleep_analysis", "units": "hr", "data": [
+            {"date": "2024-06-01 00:00:00 +0000", "inBed": 8.1, "rem": 1.2, "totalSleep": 7.0}]},
+        {"name": "heart_rate", "units": "count/min", "data": [
+            {"date": "2024-06-01 00:00:00 +0000", "Max": 88}]},
+        {"name": "sexual_activity", "units": "count", "data": [
+            {"date": "2024-06-01 00:00:00 +0000", "Protection Used": 1}]},
+        {"name": "blood_pressure", "units": "mmHg", "data": [
+            {"date": "2024-06-01 00:00:00 +0000", "systolic": 121}]},
+    ]}})  # fmt: skip
+
+    from_csv = parse(multipart(("metrics", csv)), content_type=CONTENT_TYPE, tz="UTC")
+    from_json = parse(json_body)
+
+    def keys(points: list[Point]) -> list[tuple[str, str, str]]:
+        return sorted((p.metric, p.field, p.start) for p in points)
+
+    assert keys(from_csv.points) == keys(from_json.points)
+    assert ("sleep_analysis", "inBed") in {(p.metric, p.field) for p in from_csv.points}
+
+
+def test_a_unit_with_parentheses_is_read_whole() -> None:
+    csv = "Date/Time,VO2 Max (ml/(kg·min))\r\n2024-06-01 00:00:00,41.5\r\n"
+    (point,) = parse(multipart(("metrics", csv)), content_type=CONTENT_TYPE, tz="UTC").points
+    assert (point.metric, point.field, point.unit, point.qty) == (
+        "vo2_max", "qty", "ml/(kg·min)", 41.5
+    )  # fmt: skip
 
 
 def test_a_part_that_is_neither_file_is_an_uncovered_key() -> None:

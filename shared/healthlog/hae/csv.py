@@ -21,11 +21,11 @@ from email.policy import HTTP
 from zoneinfo import ZoneInfo
 
 from healthlog.errors import UnreadableBody
-from healthlog.hae import records, units
+from healthlog.hae import metrics, records, units
 from healthlog.hae.records import Found
 from healthlog.model import ParseResult, Point, Record
 
-_HEADER = re.compile(r"^(?P<name>.*?)(?: \[(?P<field>[^\]]*)\])?(?: \((?P<unit>[^)]*)\))?$")
+_FIELD = re.compile(r"^(?P<name>.*?)(?: \[(?P<field>[^\]]*)\])?$")
 _LAYOUTS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d")
 
 
@@ -89,6 +89,21 @@ def _local(text: str, zone: ZoneInfo) -> tuple[str, int]:
     return utc.isoformat(timespec="microseconds") + "Z", offset
 
 
+def _unit(title: str) -> tuple[str, str]:
+    """A header without its trailing ``(unit)``, and the unit: parentheses may nest.
+
+    ``VO2 Max (ml/(kg·min))`` is ``VO2 Max`` in ``ml/(kg·min)``; no unit is ``""``.
+    """
+    if not title.endswith(")"):
+        return title, ""
+    depth = 0
+    for at in range(len(title) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(title[at], 0)
+        if depth == 0:
+            return title[:at].rstrip(), title[at + 1 : -1]
+    return title, ""  # unbalanced: no unit to take off
+
+
 def _snake(display: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", display.lower().replace("&", " ")).strip("_")
 
@@ -99,11 +114,13 @@ def _snake(display: str) -> str:
 def _metrics(header: list[str], rows: list[list[str]], zone: ZoneInfo, found: Found) -> list[Point]:
     columns = []
     for title in header[1:]:
-        match = _HEADER.match(title.strip())
-        assert match is not None  # every string matches: all groups are optional
+        rest, unit = _unit(title.strip())
+        match = _FIELD.match(rest)
+        assert match is not None  # every string matches: the field is optional
         metric = _snake(match["name"])
-        field = _snake(match["field"]) if match["field"] else "qty"
-        unit = match["unit"] or ""
+        label = match["field"]
+        # the JSON parser's field for the same key (docs/hae-format.md, "CSV")
+        field = "qty" if not label else metrics.json_field(metric, label) or _snake(label)
         columns.append((metric, field, unit, units.conversion(metric, unit)))
     out: list[Point] = []
     for row in rows:
@@ -137,12 +154,32 @@ def _metrics(header: list[str], rows: list[list[str]], zone: ZoneInfo, found: Fo
 
 # Workout Type,Start,End,Duration,Active Energy (kcal),Distance (mi)
 # Walking,2023-06-20 17:40,2023-06-20 17:57,00:17:16,67.5,0.59
+# (HAE's own export names the activity ``Type``; older ones ``Workout Type`` or ``Name``)
+_NAME_COLUMNS = ("Type", "Workout Type", "Name")
+_TIME_COLUMNS = ("Start", "End")
+# the keys JSON workouts give these quantities (docs/sections.md, workouts v2)
+_WORKOUT_KEYS = {
+    "Active Energy": "activeEnergyBurned",
+    "Total Energy": "totalEnergy",
+    "Distance": "distance",
+    "Step Count": "stepCount",
+    "Flights Climbed": "flightsClimbed",
+    "Elevation Ascended": "elevationUp",
+    "Elevation Descended": "elevationDown",
+    "Avg Heart Rate": "avgHeartRate",
+    "Max Heart Rate": "maxHeartRate",
+    "Avg Speed": "speed",
+    "Swimming Stroke Count": "swimStrokeCount",
+    "Step Cadence": "stepCadence",
+}
+
+
 def _workouts(header: list[str], rows: list[list[str]], zone: ZoneInfo, found: Found) -> None:
     for row in rows:
         fields = {k: v for k, v in zip(header, row, strict=False) if v.strip()}
         if not fields:
             continue
-        name = fields.get("Workout Type") or fields.get("Name") or ""
+        name = next((fields[c] for c in _NAME_COLUMNS if c in fields), "")
         try:
             start, offset = _local(fields["Start"], zone)
         except (KeyError, ValueError):
@@ -152,7 +189,55 @@ def _workouts(header: list[str], rows: list[list[str]], zone: ZoneInfo, found: F
             end: str | None = _local(fields["End"], zone)[0] if "End" in fields else None
         except ValueError:
             end = None
+        body = _workout_body(fields)
         found.records.append(
             Record("workouts", f"{name}|{start}", start, end, offset, name, None,
-                   records.canonical(fields))
+                   records.canonical(body))
         )  # fmt: skip
+
+
+def _workout_body(fields: dict[str, str]) -> dict[str, object]:
+    """A CSV workout's cells in the JSON workouts' shape: ``{"distance": {"qty", "units"}}``.
+
+    ``Duration`` (``00:17:16``) becomes seconds, as JSON's; a cell that is not a number
+    stays as sent under its header, so nothing is lost.
+    """
+    body: dict[str, object] = {}
+    for title, cell in fields.items():
+        if title in _NAME_COLUMNS or title in _TIME_COLUMNS:
+            body[title] = cell  # kept as sent, as before: the record's columns hold them
+            continue
+        display, unit = _unit(title.strip())
+        if display == "Duration":
+            seconds = _seconds(cell)
+            body["duration"] = cell if seconds is None else seconds
+            continue
+        try:
+            qty = float(cell)
+        except ValueError:
+            body[title] = cell
+            continue
+        key = _WORKOUT_KEYS.get(display) or _camel(display)
+        body[key] = {"qty": qty, "units": unit} if unit else qty
+    return body
+
+
+def _seconds(text: str) -> float | None:
+    parts = text.strip().split(":")
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        return None
+    if not 1 <= len(numbers) <= 3:
+        return None
+    total = 0.0
+    for number in numbers:
+        total = total * 60 + number
+    return total
+
+
+def _camel(display: str) -> str:
+    words: list[str] = re.findall(r"[0-9A-Za-z]+", display)
+    if not words:
+        return display
+    return words[0].lower() + "".join(w[:1].upper() + w[1:].lower() for w in words[1:])

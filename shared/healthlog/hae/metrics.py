@@ -325,6 +325,26 @@ def _segment(metric: str, point: dict[str, object], unit: str) -> Point:
     )
 
 
+def json_field(metric: str, label: str) -> str | None:
+    """The field the JSON parser gives ``metric``'s value key ``label``; None if none.
+
+    Spaces and case aside (``In Bed`` is ``inBed``, ``Max`` is ``max``, ``Protection
+    Used`` stays as sent): the one mapping by which another form of the same data (HAE's
+    CSV headers ``Sleep Analysis [In Bed] (hr)``) keys its points like JSON's.
+    """
+    if metric == "sleep_analysis":
+        fields: Sequence[tuple[str, str]] = tuple((key, key) for key in _DURATIONS)
+    else:
+        owner = getattr(_BUILDERS.get(metric, _GENERIC.build), "__self__", _GENERIC)
+        fields = owner.fields if isinstance(owner, Values) else _GENERIC.fields
+    want = _squashed(label)
+    return next((name for key, name in fields if _squashed(key) == want), None)
+
+
+def _squashed(label: str) -> str:
+    return "".join(label.split()).lower()
+
+
 # a missing ``units`` means this unit for these metrics (and only for them)
 _DEFAULT_UNITS = {"sleep_analysis": "hr"}
 
