@@ -983,3 +983,20 @@ def test_exports_filter_by_field_source_and_identity_and_list_records_without_it
     assert only.record.items == (fix(0, 1.0),)
     listed = list(journal.export_records(with_items=False))
     assert [(r.record.identity, r.record.items) for r in listed] == [("a", ()), ("b", ())]
+
+
+def test_a_delivery_keeps_a_bounded_list_of_uncovered_keys_and_counts_the_rest(
+    seed: Seed, journal: Journal
+) -> None:
+    """A body with ten thousand unknown keys must not make a row of megabytes."""
+    delivery = seed.delivery()
+    keys = sorted(["k" * 1000, *(f"unknown{n:05d}" for n in range(10_000))])
+
+    seed.fold(delivery, [], uncovered=tuple(keys))
+
+    stored = journal.get_delivery(delivery.id)
+    assert stored is not None and stored.status is PARTIAL
+    assert len(stored.uncovered) == 101
+    assert stored.uncovered[:2] == ("k" * 199 + "\u2026", "unknown00000")
+    assert stored.uncovered[-1] == "(+9901 more)"
+    assert len(journal.summary().uncovered) == 101

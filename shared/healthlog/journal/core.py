@@ -91,6 +91,21 @@ STATEMENTS = (
 )
 
 
+#: at most this many uncovered keys are stored per delivery, each at most KEY_CHARS long;
+#: a body with a million unknown keys must not make a row (and ``status``) of megabytes
+MAX_KEYS = 100
+KEY_CHARS = 200
+
+
+def bounded_keys(keys: Sequence[str]) -> list[str]:
+    """The keys as stored: the first MAX_KEYS in order, each cut to KEY_CHARS, then a
+    last entry ``(+N more)`` that says how many were left out."""
+    kept = [k if len(k) <= KEY_CHARS else k[: KEY_CHARS - 1] + "\u2026" for k in keys[:MAX_KEYS]]
+    if len(keys) > MAX_KEYS:
+        kept.append(f"(+{len(keys) - MAX_KEYS} more)")
+    return kept
+
+
 class SqlJournal:
     """The Journal port, once, over a dialect's ``Driver``."""
 
@@ -284,7 +299,7 @@ class SqlJournal:
             "id": delivery_id,
             "expected": expected.value,
             "status": status.value,
-            "uncovered": orjson.dumps(uncovered).decode(),
+            "uncovered": orjson.dumps(bounded_keys(uncovered)).decode(),
             "failure": failure,
             "points": len(points),
             "folded_at": to_text(ids.now()),
