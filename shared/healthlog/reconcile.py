@@ -6,6 +6,10 @@ privilege), so the body is kept and journalled here as ``pending``: even a phone
 never retries loses nothing. Everything the row needs is in the key (see
 ``archive.keys``): the account, the id, and through the UUIDv7 id the exact
 ``received_at``, so the delivery takes its original place in the journal's order.
+
+It also sweeps what killed writers left in the archive (temporary files, open multipart
+uploads) once they are older than ``SWEEP_AGE_S``: no writer alive takes that long
+(ingest's slowest real upload is minutes), so nothing in flight is removed.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ logger = logging.getLogger("healthlog.reconcile")
 
 CONTENT_TYPES = {kind: content_type for content_type, kind in KINDS.items()}
 
+#: leftovers of interrupted writes older than this are removed
+SWEEP_AGE_S = 6 * 3600
+
 
 @dataclass
 class ReconcileReport:
@@ -30,13 +37,19 @@ class ReconcileReport:
     journalled: int = 0
     present: int = 0
     skipped: int = 0  # not a body key, or an account this journal does not know
+    swept: int = 0  # leftovers of interrupted writes removed from the archive
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
 
 
-def reconcile(journal: Journal, archive: Archive) -> ReconcileReport:
+def reconcile(
+    journal: Journal, archive: Archive, *, sweep_age_s: float = SWEEP_AGE_S
+) -> ReconcileReport:
     report = ReconcileReport()
+    report.swept = archive.sweep(sweep_age_s)
+    if report.swept:
+        log.event(logger, logging.INFO, "reconcile.swept", leftovers=report.swept)
     known = {account.id for account in journal.accounts()}
     for key in archive.keys():
         report.seen += 1

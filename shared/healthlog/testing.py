@@ -62,6 +62,9 @@ class MemoryArchive:
             snapshot = sorted(k for k in self._bodies if k.startswith(prefix))
         yield from snapshot
 
+    def sweep(self, older_than_s: float) -> int:
+        return 0  # an abandoned writer holds its bytes in itself: nothing is left behind
+
     def close(self) -> None:
         self.closed = True
 
@@ -164,6 +167,10 @@ class FaultyArchive:
     def keys(self, prefix: str = "") -> Iterator[str]:
         self._enter("keys", fail=self.fail_read)
         return self.inner.keys(prefix)
+
+    def sweep(self, older_than_s: float) -> int:
+        self._enter("sweep")
+        return self.inner.sweep(older_than_s)
 
     def close(self) -> None:
         self.calls["close"] += 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +129,15 @@ def test_reconcile_journals_a_body_archived_without_its_row(env: Path, capsys: A
     # a body whose row never made it (the process died between archive and journal)
     orphan_key = phone.archive.keys().__next__().replace(kept, "0" * 8 + kept[8:])
     phone.archive.put(orphan_key, b'{"data": {}}')
+    # and the temporary files of two killed writers: one old, one maybe still writing
+    tmp = env / "archive" / ".tmp"
+    tmp.mkdir(exist_ok=True)
+    (tmp / "body-old").write_bytes(b'{"half')
+    (tmp / "body-new").write_bytes(b'{"half')
+    os.utime(tmp / "body-old", (time.time() - 7 * 3600,) * 2)
     report = run(capsys, "reconcile", "--json")
-    assert report == {"seen": 2, "journalled": 1, "present": 1, "skipped": 0}
+    assert report == {"seen": 2, "journalled": 1, "present": 1, "skipped": 0, "swept": 1}
+    assert sorted(p.name for p in tmp.iterdir()) == ["body-new"]
     assert run(capsys, "reconcile", "--json")["journalled"] == 0
     assert run(capsys, "status", "--json")["backlog"] == 2
 

@@ -17,6 +17,7 @@ import contextlib
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -66,6 +67,28 @@ class LocalArchive:
         if not self.root.exists():
             return  # nothing was ever written here
         yield from self._walk(self.root, "", prefix)
+
+    def sweep(self, older_than_s: float) -> int:
+        """Delete the files in ``.tmp/`` not modified for ``older_than_s`` seconds."""
+        cutoff = time.time() - older_than_s
+        removed = 0
+        try:
+            with os.scandir(self.root / TMP_DIR) as it:
+                entries = list(it)
+        except FileNotFoundError:
+            return 0
+        except OSError as e:
+            raise ArchiveUnavailable(f"archive listing failed: {e.strerror}") from e
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime <= cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue  # its writer committed or aborted meanwhile
+            except OSError as e:
+                raise ArchiveUnavailable(f"archive sweep failed: {e.strerror}") from e
+        return removed
 
     def close(self) -> None:
         pass

@@ -39,6 +39,14 @@ class Archive(Protocol):
     def size(self, key: str) -> int:
         """The committed body's size in bytes. Raises BodyMissing or ArchiveUnavailable."""
 
+    def sweep(self, older_than_s: float) -> int:
+        """Remove what interrupted writes left behind, older than ``older_than_s``.
+
+        A writer killed before ``commit`` or ``abort`` leaves a temporary file (local)
+        or an open multipart upload (S3); committed bodies are never touched. Returns
+        how many leftovers were removed.
+        """
+
     def close(self) -> None:
         """Release connections."""
 

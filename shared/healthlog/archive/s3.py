@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final, Literal
 
 import boto3
@@ -115,6 +116,26 @@ class S3Archive:
             for page in pages:
                 for obj in page.get("Contents", []):
                     yield obj["Key"][strip:]
+
+    def sweep(self, older_than_s: float) -> int:
+        """Abort the multipart uploads under the prefix begun ``older_than_s`` ago or more.
+
+        (The bucket's lifecycle rule does the same after days; this is for now.)
+        """
+        cutoff = datetime.now(UTC) - timedelta(seconds=older_than_s)
+        removed = 0
+        pages = self.client.get_paginator("list_multipart_uploads").paginate(
+            Bucket=self.bucket, Prefix=self.prefix
+        )
+        with _translated("sweep"):
+            for page in pages:
+                for upload in page.get("Uploads", []):
+                    if upload["Initiated"] <= cutoff:
+                        self.client.abort_multipart_upload(
+                            Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                        )
+                        removed += 1
+        return removed
 
     def close(self) -> None:
         if self._owns_client:
