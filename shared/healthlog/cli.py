@@ -53,7 +53,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8080, help="ingest port (default 8080)")
     p.add_argument("--fold-port", type=int, default=8081, help="fold port, on 127.0.0.1")
     p.add_argument("--tick", type=float, default=60.0, help="seconds between passes (60)")
+    p.add_argument(
+        "--dashboard-port", type=int, default=8082, help="the dashboard's port (default 8082)"
+    )
+    p.add_argument(
+        "--dashboard-host",
+        default="127.0.0.1",
+        help="the dashboard listens here (default 127.0.0.1; elsewhere it asks for a sign-in)",
+    )
+    p.add_argument("--no-dashboard", action="store_true", help="do not start the dashboard")
     p.set_defaults(run=cmd_serve)
+
+    p = sub.add_parser("dashboard", help="serve the read-only dashboard (pages and /api)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="listen here (default 127.0.0.1; any other address requires a sign-in)",
+    )
+    p.add_argument("--port", type=int, default=8082, help="port (default 8082)")
+    p.add_argument("--account", metavar="NAME", help="show only this account")
+    p.add_argument(
+        "--require-sign-in",
+        action="store_true",
+        help="ask for an account's token even on 127.0.0.1 (implied by any other --host)",
+    )
+    p.add_argument(
+        "--secure-cookies",
+        action="store_true",
+        help="mark the session cookie Secure over plain HTTP too (behind a TLS proxy)",
+    )
+    p.set_defaults(run=cmd_dashboard)
 
     account = sub.add_parser("account", help="manage accounts").add_subparsers(
         dest="account_command", required=True
@@ -246,11 +275,30 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     env = dict(os.environ)
     token = prepare_stack(settings)
-    options = serve.StackOptions(args.host, args.port, args.fold_port, args.tick)
+    options = serve.StackOptions(
+        args.host,
+        args.port,
+        args.fold_port,
+        args.tick,
+        dashboard_port=None if args.no_dashboard else args.dashboard_port,
+        dashboard_host=args.dashboard_host,
+    )
+    dashboard = {"started": False}
+
+    def on_dashboard(started: bool) -> None:
+        dashboard["started"] = started
 
     def banner() -> None:
         shown = "0.0.0.0" if args.host in ("0.0.0.0", "") else args.host  # noqa: S104
         print(f"healthlog is taking deliveries at  http://{shown}:{args.port}/")
+        if options.dashboard_port is not None:
+            if dashboard["started"]:
+                print(f"the dashboard (read-only) is at    {_dashboard_url(options)}")
+            else:
+                print(
+                    f"the dashboard did not start (port {options.dashboard_port} taken?); "
+                    "--dashboard-port N picks another"
+                )
         if token is not None:
             print("Add this header to the Health Auto Export automation:")
             print(f"  Authorization: Bearer {token}")
@@ -263,7 +311,49 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             print("and use this machine's address on your network in the HAE app.")
         sys.stdout.flush()
 
-    return serve.run_stack(options, env, banner)
+    return serve.run_stack(options, env, banner, on_dashboard)
+
+
+def _dashboard_url(options: Any) -> str:
+    host = options.dashboard_host
+    shown = "0.0.0.0" if host in ("0.0.0.0", "") else host  # noqa: S104
+    return f"http://{shown}:{options.dashboard_port}/"
+
+
+def cmd_dashboard(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import wiring
+    from healthlog.dashboard import DashboardOptions, create_app
+    from healthlog.dashboard.server import is_loopback, serve
+
+    journal = _journal(settings)
+    archive = wiring.open_archive(settings)
+    try:
+        if args.account is not None:
+            _account_id(journal, args.account)  # AccountNotFound: exit 2, saying which
+        sign_in = args.require_sign_in or not is_loopback(args.host)
+        app = create_app(
+            journal,
+            archive,
+            DashboardOptions(
+                account_name=args.account,
+                require_sign_in=sign_in,
+                secure_cookies=args.secure_cookies,
+            ),
+        )
+
+        def banner(port: int) -> None:
+            shown = "0.0.0.0" if args.host in ("0.0.0.0", "") else args.host  # noqa: S104
+            print(f"healthlog dashboard (read-only) at  http://{shown}:{port}/")
+            if sign_in:
+                print("sign in with an account's token; it shows only that account's data")
+            if not is_loopback(args.host):
+                print("plain HTTP: put it behind TLS (a reverse proxy) or a VPN")
+            sys.stdout.flush()
+
+        return serve(app, args.host, args.port, banner)
+    finally:
+        archive.close()
+        journal.close()
 
 
 # a fresh 256-bit token that another account holds: never seen, but never printed either

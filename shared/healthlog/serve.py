@@ -1,4 +1,4 @@
-"""The local stack: ingest and fold served by functions-framework, and a tick.
+"""The local stack: ingest and fold served by functions-framework, a tick, the dashboard.
 
 Both functions run as functions-framework processes (started and stopped by
 ``healthlog.launcher``) bound to 127.0.0.1 by default (anything else is opt-in with
@@ -6,7 +6,8 @@ Both functions run as functions-framework processes (started and stopped by
 start, which is how the backlog is picked up: an ordinary pass). Stopping (SIGTERM or
 Ctrl-C): ingest stops taking requests first, then the tick, then the fold finishes or
 abandons the delivery in hand; the journal is closed by the fold process itself after
-that.
+that. The dashboard (``healthlog dashboard``, read-only, 127.0.0.1 unless told) is a
+third child, stopped first.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import json
 import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -34,6 +37,9 @@ class StackOptions:
     port: int = 8080
     fold_port: int = 8081
     tick_s: float = 60.0
+    # the dashboard's port (None: no dashboard); it listens on 127.0.0.1 unless told
+    dashboard_port: int | None = None
+    dashboard_host: str = "127.0.0.1"
 
 
 def stop(server: launcher.FunctionServer, grace_s: float = STOP_GRACE_S) -> None:
@@ -75,12 +81,36 @@ class Tick:
             return False
 
 
-def run_stack(
-    options: StackOptions, env: Mapping[str, str], on_ready: Callable[[], None] = lambda: None
-) -> int:
-    """Start fold, ingest and the tick; block until SIGTERM/SIGINT; stop in order.
+def start_dashboard(options: StackOptions, env: Mapping[str, str]) -> launcher.FunctionServer:
+    """``healthlog dashboard`` as a child; NotListening if it did not start."""
+    assert options.dashboard_port is not None
+    port, host = options.dashboard_port, options.dashboard_host
+    command = [sys.executable, "-m", "healthlog.cli", "dashboard", "--host", host]
+    command += ["--port", str(port)]
+    # its banner would repeat serve's; its log lines (stderr) are serve's
+    process = subprocess.Popen(
+        command, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
+    try:
+        launcher.wait_listening(process, host, port)
+    except BaseException:
+        launcher.stop(process, grace_s=1)
+        raise
+    return launcher.FunctionServer("dashboard", port, process, None, host)
 
-    ``on_ready`` runs once both functions accept connections (the banner with the URL).
+
+def run_stack(
+    options: StackOptions,
+    env: Mapping[str, str],
+    on_ready: Callable[[], None] = lambda: None,
+    on_dashboard: Callable[[bool], None] = lambda started: None,
+) -> int:
+    """Start fold, ingest, the dashboard and the tick; block until SIGTERM/SIGINT; stop.
+
+    ``on_ready`` runs once both functions accept connections (the banner with the URL),
+    after ``on_dashboard`` has been told whether the dashboard started. The dashboard is
+    a convenience: if it cannot start (its port taken) or exits, deliveries are still
+    taken, and the banner and a log line say so.
     """
     fold_url = f"http://127.0.0.1:{options.fold_port}/"
     fold_env = dict(env)
@@ -96,11 +126,18 @@ def run_stack(
     fold: launcher.FunctionServer | None = None
     ingest: launcher.FunctionServer | None = None
     tick: Tick | None = None
+    dashboard: launcher.FunctionServer | None = None
     try:
         fold = launcher.FunctionServer.start("fold", port=options.fold_port, env=fold_env)
         ingest = launcher.FunctionServer.start(
             "ingest", port=options.port, host=options.host, env=ingest_env
         )
+        if options.dashboard_port is not None:
+            try:
+                dashboard = start_dashboard(options, fold_env)
+            except launcher.NotListening:
+                log.event(logger, logging.WARNING, "serve.dashboard_not_started")
+            on_dashboard(dashboard is not None)
         tick = Tick(fold_url, options.tick_s)
         tick.start()
         log.event(logger, logging.INFO, "serve.started", port=options.port, pid=os.getpid())
@@ -109,9 +146,14 @@ def run_stack(
             if fold.process.poll() is not None or ingest.process.poll() is not None:
                 log.event(logger, logging.ERROR, "serve.child_exited")
                 return 1
+            if dashboard is not None and dashboard.process.poll() is not None:
+                log.event(logger, logging.WARNING, "serve.dashboard_exited")
+                dashboard = None
             stopping.wait(1.0)
         return 0
     finally:
+        if dashboard is not None:
+            stop(dashboard)
         # ingest stops taking requests before the fold stops
         if ingest is not None:
             stop(ingest)

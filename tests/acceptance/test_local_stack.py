@@ -81,7 +81,7 @@ def _read_token(stdout: Path, process: subprocess.Popen[bytes]) -> str:
 
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[Stack]:
-    port, fold_port = free_port(), free_port()
+    port, fold_port, dashboard_port = free_port(), free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
     env.update(
         HEALTHLOG_MAX_BODY_BYTES=str(1_000_000),
@@ -91,7 +91,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     with open(tmp_path / "stdout.log", "wb") as out, open(tmp_path / "stderr.log", "wb") as err:
         process = subprocess.Popen(
             [str(BIN / "healthlog"), "serve", "--port", str(port), "--fold-port",
-             str(fold_port), "--tick", "3600"],
+             str(fold_port), "--tick", "3600", "--dashboard-port", str(dashboard_port)],
             cwd=tmp_path, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     try:
@@ -117,6 +117,10 @@ def steps(start_minute: int, values: list[float]) -> bytes:
 def test_a_new_user_runs_the_stack_and_every_delivery_is_accounted_for(stack: Stack) -> None:
     stdout = (stack.folder / "stdout.log").read_text()
     assert stack.url in stdout  # the URL to type into the app
+    # the dashboard beside it, read-only on 127.0.0.1, its URL in the banner
+    dashboard = next(line for line in stdout.splitlines() if "dashboard" in line).split()[-1]
+    assert dashboard.startswith("http://127.0.0.1:")
+    assert requests.get(dashboard + "api/status", timeout=30).json()["backlog"] == 0
     assert (stack.folder / "var" / "healthlog.db").exists()  # the embedded default
 
     # real sample bodies, byte for byte

@@ -434,23 +434,25 @@ LOOPBACK = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
 
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads Linux's /proc/net/tcp")
 def test_the_local_stack_binds_only_127_0_0_1_by_default(tmp_path: Path) -> None:
-    port, fold_port = free_port(), free_port()
+    port, fold_port, dashboard_port = free_port(), free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
     with open(tmp_path / "out.log", "wb") as out:
         process = subprocess.Popen(
             [str(BIN / "healthlog"), "serve", "--port", str(port), "--fold-port",
-             str(fold_port), "--tick", "3600"],
+             str(fold_port), "--tick", "3600", "--dashboard-port", str(dashboard_port)],
             cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while not (listening_addresses(port) and listening_addresses(fold_port)):
+        ports = (port, fold_port, dashboard_port)
+        while not all(listening_addresses(p) for p in ports):
             assert process.poll() is None, (tmp_path / "out.log").read_text()
             assert time.monotonic() < deadline, "the stack did not listen"
             time.sleep(0.05)
         assert listening_addresses(port) == {LOOPBACK}
         assert listening_addresses(fold_port) == {LOOPBACK}
+        assert listening_addresses(dashboard_port) == {LOOPBACK}
     finally:
         process.terminate()
         process.wait(timeout=60)

@@ -1,0 +1,379 @@
+"""The dashboard's read API: JSON under ``/api/``, one account's data (docs/dashboard.md).
+
+Every endpoint reads through ``healthlog.reads.Reads`` for the account in view (see
+``app.py``); times in query strings are ISO 8601 dates or date-times (UTC when they
+carry no offset), half open: ``start`` inclusive, ``end`` exclusive.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from flask import Blueprint, Response, current_app, request
+
+from healthlog import ids, reads
+from healthlog.archive.port import Archive
+from healthlog.dashboard.app import DashboardError
+from healthlog.errors import ArchiveUnavailable, BodyMissing
+from healthlog.model import Delivery, ParseStatus
+
+api = Blueprint("api", __name__, url_prefix="/api")
+
+#: the other sections the Records page shows, with their labels
+SECTIONS = {
+    "stateOfMind": "State of mind",
+    "medications": "Medications",
+    "symptoms": "Symptoms",
+    "cycleTracking": "Cycle tracking",
+    "ecg": "ECG",
+    "heartRateNotifications": "Heart-rate notifications",
+    "heartbeatSeries": "Heartbeat series",
+}
+FAILED_COUNTED = 10_000  # failed deliveries read to count failures per class
+
+
+def _reads() -> reads.Reads:
+    ext = current_app.extensions["healthlog"]
+    return reads.Reads(ext["journal"], ext["current_account"]())
+
+
+def _archive() -> Archive:
+    archive: Archive = current_app.extensions["healthlog"]["archive"]
+    return archive
+
+
+def _time(name: str) -> datetime | None:
+    """Query parameter ``name`` as an aware datetime (UTC when it has no offset)."""
+    raw = request.args.get(name)
+    if not raw:
+        return None
+    try:
+        at = datetime.fromisoformat(raw.strip().replace(" ", "T"))
+    except ValueError:
+        raise DashboardError(400, f"{name}: not an ISO 8601 date or time") from None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def _range() -> dict[str, datetime | None]:
+    start, end = _time("start"), _time("end")
+    if start is not None and end is not None and end <= start:
+        raise DashboardError(400, "end must be after start")
+    return {"start": start, "end": end}
+
+
+def _int(name: str, default: int, top: int) -> int:
+    raw = request.args.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise DashboardError(400, f"{name}: not a whole number") from None
+    if not 1 <= value <= top:
+        raise DashboardError(400, f"{name}: between 1 and {top}")
+    return value
+
+
+# --- who and what -------------------------------------------------------------------------
+
+
+@api.get("/session")
+def session() -> Any:
+    """The account in view, whether sign-in is required, and (without sign-in) the accounts."""
+    ext = current_app.extensions["healthlog"]
+    options = ext["options"]
+    data: dict[str, Any] = {"sign_in_required": options.require_sign_in}
+    if options.require_sign_in:
+        account = ext["session_account"]()
+        if account is None:
+            raise DashboardError(401, "sign in with your account's token first")
+        data["accounts"] = [account.name]
+    else:
+        names = [a.name for a in ext["journal"].accounts()]
+        data["accounts"] = [options.account_name] if options.account_name else names
+        account = None
+        try:
+            account = ext["current_account"]()
+        except DashboardError as exc:
+            data["choose"] = exc.message
+    data["account"] = None if account is None else {"id": account.id, "name": account.name}
+    return data
+
+
+@api.get("/status")
+def status() -> Any:
+    """What ``healthlog status`` says: counts per status, backlog, uncovered keys."""
+    r = _reads()
+    summary = r.status()
+    failed = r.journal.deliveries(
+        status=ParseStatus.FAILED, account_id=r.account.id, limit=FAILED_COUNTED
+    )
+    oldest = summary.oldest_pending
+    return {
+        "counts": summary.counts,
+        "backlog": summary.backlog,
+        "oldest_pending": oldest.isoformat() if oldest else None,
+        "oldest_pending_age_s": (
+            round((ids.now() - oldest).total_seconds(), 3) if oldest else None
+        ),
+        "last_delivery": summary.last_delivery.isoformat() if summary.last_delivery else None,
+        "failures": dict(Counter(d.failure or "unknown" for d in failed).most_common()),
+        "uncovered": summary.uncovered,
+        "points": summary.points,
+        "records": summary.records,
+    }
+
+
+@api.get("/catalog")
+def catalog() -> Any:
+    """Every metric field of the account: unit, kind, points, first and last, sources."""
+    return {
+        "metrics": [
+            {
+                "metric": i.metric,
+                "field": i.field,
+                "unit": i.unit,
+                "kind": i.kind.value,
+                "points": i.points,
+                "first": i.first,
+                "last": i.last,
+                "sources": list(i.sources),
+            }
+            for i in _reads().catalog()
+        ]
+    }
+
+
+# --- metrics --------------------------------------------------------------------------------
+
+
+@api.get("/series")
+def series() -> Any:
+    """One metric field over [start, end) at a resolution (default: chosen from the range)."""
+    metric = request.args.get("metric")
+    if not metric:
+        raise DashboardError(400, "metric: required")
+    raw_resolution = request.args.get("resolution") or None
+    try:
+        resolution = reads.Resolution(raw_resolution) if raw_resolution else None
+    except ValueError:
+        known = ", ".join(r.value for r in reads.Resolution)
+        raise DashboardError(400, f"resolution: one of {known}") from None
+    r = _reads()
+    info = r.main_field(metric, request.args.get("field") or None)
+    bounds = _range()
+    found = r.series(
+        metric,
+        field=info.field,
+        resolution=resolution,
+        source=request.args.get("source") or None,
+        start=bounds["start"],
+        end=bounds["end"],
+    )
+    return found.as_dict() | {
+        "sources": list(info.sources),
+        "fields": [f.field for f in r.metric_fields(metric)],
+        "first": info.first,
+        "last": info.last,
+        "start": bounds["start"].isoformat() if bounds["start"] else None,
+        "end": bounds["end"].isoformat() if bounds["end"] else None,
+    }
+
+
+@api.get("/daily")
+def daily() -> Any:
+    """A day a row for the metrics named (``metric`` repeated): each day's sum or average."""
+    metrics = request.args.getlist("metric")
+    if not metrics:
+        raise DashboardError(400, "metric: name at least one")
+    return {"days": _reads().daily(metrics, **_range())}
+
+
+def resend_advice(metric: str, first: str, last: str) -> str:
+    """What to do in Health Auto Export to send a range of days again."""
+    return (
+        f"In Health Auto Export, run a manual export of {metric} from {first} to {last} "
+        "(Automations → this automation → Manual Export, or Export with that date range) "
+        "to the same URL; the days then fill in after the next fold."
+    )
+
+
+@api.get("/coverage")
+def coverage() -> Any:
+    """Per metric: points per local day, the gaps (with what to re-send), the late points."""
+    found = _reads().coverage(metric=request.args.get("metric") or None, **_range())
+    out = []
+    for c in found:
+        item = c.as_dict()
+        for gap in item["gaps"]:
+            gap["resend"] = resend_advice(c.metric, gap["first"], gap["last"])
+        out.append(item)
+    return {"metrics": out}
+
+
+# --- sleep, workouts, records -----------------------------------------------------------------
+
+
+@api.get("/sleep")
+def sleep() -> Any:
+    """Sleep per night: hours per stage, from the source with the most sleep that night."""
+    nights = _reads().sleep_nights(**_range())
+    return {
+        "nights": [
+            {
+                "night": n.night,
+                "source": n.source,
+                "stages": n.stages,
+                "asleep_h": round(n.asleep_h, 4),
+                "start": n.start,
+                "end": n.end,
+            }
+            for n in nights
+        ]
+    }
+
+
+def _workout_head(w: reads.Workout) -> dict[str, Any]:
+    body = w.body
+    return {
+        "identity": w.identity,
+        "name": w.name,
+        "start": w.start,
+        "end": w.end,
+        "source": w.source,
+        "duration": body.get("duration"),
+        "location": body.get("location"),
+    }
+
+
+@api.get("/workouts")
+def workouts() -> Any:
+    """The workouts in [start, end), without their series."""
+    return {"workouts": [_workout_head(w) for w in _reads().workouts(**_range())]}
+
+
+def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
+    offset = _offset_of(workout.start)
+    return [
+        {"t": reads.local_text(i.t, offset), "qty": i.qty, "unit": i.unit}
+        for i in workout.series.get(name, [])
+    ]
+
+
+def _offset_of(local: str | None) -> int | None:
+    if local is None:
+        return None
+    delta = datetime.fromisoformat(local).utcoffset()
+    return None if delta is None else int(delta / timedelta(minutes=1))
+
+
+@api.get("/workouts/<path:identity>")
+def workout(identity: str) -> Any:
+    """One workout: its fields, heart-rate series, route (lon/lat/alt) and route summary."""
+    w = _reads().workout(identity)
+    summary = w.route_summary()
+    return _workout_head(w) | {
+        "body": w.body,
+        "series": sorted(w.series),
+        "heart_rate": _items(w, "heartRateData"),
+        "heart_rate_recovery": _items(w, "heartRateRecovery"),
+        "route": [{"lon": i.lon, "lat": i.lat, "alt": i.alt} for i in w.route()],
+        "route_summary": {
+            "points": summary.points,
+            "distance_m": summary.distance_m,
+            "elevation_gain_m": summary.elevation_gain_m,
+            "bbox": list(summary.bbox) if summary.bbox else None,
+        },
+    }
+
+
+@api.get("/sections")
+def sections() -> Any:
+    """The sections other than metrics that the account has, with their record counts."""
+    have = _reads().sections()
+    return {
+        "sections": [
+            {"section": s, "label": SECTIONS.get(s, s), "records": n} for s, n in have.items()
+        ]
+    }
+
+
+@api.get("/records/<section>")
+def records(section: str) -> Any:
+    """A section's records; ``items=1`` adds their series (an ECG's voltage trace)."""
+    r = _reads()
+    if section not in r.sections():
+        raise DashboardError(404, f"no records of section {section!r} in this account's data")
+    with_items = request.args.get("items") in ("1", "true", "yes")
+    return {"section": section, "records": r.records(section, with_items=with_items, **_range())}
+
+
+# --- deliveries -------------------------------------------------------------------------------
+
+
+def delivery_dict(d: Delivery, *, full: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": d.id,
+        "received_at": d.received_at.isoformat(),
+        "status": d.status.value,
+        "size": d.size,
+        "content_type": d.content_type,
+        "points": d.points,
+        "uncovered": list(d.uncovered),
+        "failure": d.failure,
+    }
+    if full:
+        out |= {
+            "archive_key": d.archive_key,
+            "attempts": d.attempts,
+            "folded_at": d.folded_at.isoformat() if d.folded_at else None,
+            "headers": dict(d.headers),
+            "body_url": f"/api/deliveries/{d.id}/body",
+        }
+    return out
+
+
+@api.get("/deliveries")
+def deliveries() -> Any:
+    """The account's deliveries, newest first (``limit``, default 100; ``status``)."""
+    r = _reads()
+    wanted = request.args.get("status") or None
+    try:
+        chosen = ParseStatus(wanted) if wanted else None
+    except ValueError:
+        known = ", ".join(s.value for s in ParseStatus)
+        raise DashboardError(400, f"status: one of {known}") from None
+    limit = _int("limit", 100, 10_000)
+    rows = r.journal.deliveries(
+        status=chosen, account_id=r.account.id, limit=limit, newest_first=True
+    )
+    return {"deliveries": [delivery_dict(d) for d in rows]}
+
+
+@api.get("/deliveries/<delivery_id>")
+def delivery(delivery_id: str) -> Any:
+    """One delivery: headers as stored, outcome, failure class, uncovered keys, points."""
+    return delivery_dict(_reads().delivery(delivery_id), full=True)
+
+
+_EXTENSIONS = {"application/json": "json", "text/csv": "csv"}
+
+
+@api.get("/deliveries/<delivery_id>/body")
+def delivery_body(delivery_id: str) -> Any:
+    """The delivery's body as archived (gzip taken off), as a download."""
+    d = _reads().delivery(delivery_id)
+    try:
+        body = _archive().read(d.archive_key)
+    except BodyMissing:
+        raise DashboardError(404, "the archive has no body under this delivery's key") from None
+    except ArchiveUnavailable:
+        raise DashboardError(503, "the archive could not be read; try again") from None
+    extension = _EXTENSIONS.get(d.content_type.split(";")[0].strip().lower(), "bin")
+    return Response(
+        body,
+        mimetype="application/octet-stream",
+        headers={"Content-Disposition": f'attachment; filename="{d.id}.{extension}"'},
+    )

@@ -1,0 +1,176 @@
+// healthlog dashboard: what every page shares. No framework, no request to another host.
+"use strict";
+
+const HL = (() => {
+  const here = new URLSearchParams(window.location.search);
+  const account = here.get("account");
+
+  function withAccount(params) {
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(params || {})) {
+      if (value !== null && value !== undefined && value !== "") query.set(key, value);
+    }
+    if (account) query.set("account", account);
+    const text = query.toString();
+    return text ? "?" + text : "";
+  }
+
+  // a link to a page of the dashboard that keeps the account chosen in the selector
+  function link(path, params) {
+    return path + withAccount(params);
+  }
+
+  async function api(path, params) {
+    const reply = await fetch("/api/" + path + withAccount(params), {
+      credentials: "same-origin",
+      headers: { Accept: "application/json" },
+    });
+    if (reply.status === 401) {
+      window.location.assign("/sign-in");
+      throw new Error("sign in first");
+    }
+    const data = await reply.json().catch(() => ({ error: "the reply was not JSON" }));
+    if (!reply.ok) throw new Error(data.error || "request failed (" + reply.status + ")");
+    return data;
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key.startsWith("data-")) node.setAttribute(key, value);
+      else if (key === "hidden") node.hidden = true;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function table(headers, rows, numeric) {
+    const nums = new Set(numeric || []);
+    return el(
+      "table",
+      {},
+      el("thead", {}, el("tr", {}, headers.map((h, i) => el("th", { class: nums.has(i) ? "num" : null }, h)))),
+      el("tbody", {}, rows.map((row) => el("tr", {}, row.map((cell, i) => el("td", { class: nums.has(i) ? "num" : null }, cell))))),
+    );
+  }
+
+  function content(...nodes) {
+    const box = document.getElementById("content");
+    box.replaceChildren(...nodes.flat());
+    return box;
+  }
+
+  function say(text, isError) {
+    const box = document.getElementById("message");
+    box.textContent = text;
+    box.className = "message" + (isError ? " error" : "");
+    box.hidden = !text;
+  }
+
+  function fail(error) {
+    content();
+    say(error.message || String(error), true);
+  }
+
+  function data(name) {
+    return document.getElementById("main").dataset[name];
+  }
+
+  function number(value, digits) {
+    if (value === null || value === undefined) return "–";
+    const d = digits === undefined ? 2 : digits;
+    return Number(value).toLocaleString(undefined, { maximumFractionDigits: d });
+  }
+
+  function bytes(size) {
+    if (size < 1024) return size + " B";
+    if (size < 1024 * 1024) return (size / 1024).toFixed(1) + " KiB";
+    return (size / 1024 / 1024).toFixed(1) + " MiB";
+  }
+
+  function age(seconds) {
+    if (seconds === null || seconds === undefined) return "–";
+    if (seconds < 90) return Math.round(seconds) + " s";
+    if (seconds < 5400) return Math.round(seconds / 60) + " min";
+    if (seconds < 172800) return (seconds / 3600).toFixed(1) + " h";
+    return (seconds / 86400).toFixed(1) + " days";
+  }
+
+  function when(text) {
+    if (!text) return "–";
+    return text.replace("T", " ").replace(/\.\d+/, "");
+  }
+
+  function status(value) {
+    return el("span", { class: "status " + value, text: value });
+  }
+
+  const plotConfig = { displaylogo: false, responsive: true };
+  const plotLayout = {
+    margin: { l: 60, r: 20, t: 20, b: 50 },
+    paper_bgcolor: "#fff",
+    plot_bgcolor: "#fff",
+    font: { family: "system-ui, sans-serif", size: 12 },
+    hovermode: "closest",
+  };
+
+  // the navigation's current page, and the account in view (a selector when several)
+  async function frame() {
+    const page = document.body.dataset.page;
+    for (const a of document.querySelectorAll("header nav a")) {
+      if ((a.dataset.nav || "").split(" ").includes(page)) a.classList.add("active");
+      if (account) a.href = link(a.getAttribute("href"));
+    }
+    const box = document.getElementById("account");
+    if (!box) return null;
+    try {
+      const session = await api("session");
+      if (!session.sign_in_required && session.accounts.length > 1) {
+        const select = el(
+          "select",
+          { id: "account-select", "aria-label": "account" },
+          el("option", { value: "", text: "choose an account" }),
+          session.accounts.map((name) => el("option", { value: name, text: name })),
+        );
+        select.value = session.account ? session.account.name : "";
+        select.addEventListener("change", () => {
+          const params = new URLSearchParams(window.location.search);
+          if (select.value) params.set("account", select.value);
+          else params.delete("account");
+          window.location.search = params.toString();
+        });
+        box.replaceChildren("account ", select);
+      } else if (session.account) {
+        box.textContent = "account " + session.account.name;
+      }
+      return session;
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function start(draw) {
+    document.addEventListener("DOMContentLoaded", async () => {
+      const session = await frame();
+      if (session && !session.account) {
+        fail(new Error(session.choose || "no account to show"));
+        return;
+      }
+      try {
+        await draw();
+      } catch (error) {
+        fail(error);
+      }
+    });
+  }
+
+  return { api, el, table, content, say, fail, data, number, bytes, age, when, status, link,
+           start, plotConfig, plotLayout };
+})();

@@ -1,0 +1,118 @@
+"use strict";
+// Metric: an interactive chart of one metric (GET /api/series). Zooming re-fetches the
+// visible range, whose resolution the server picks unless one is chosen here.
+HL.start(async () => {
+  const { el } = HL;
+  const metric = HL.data("metric");
+  const here = new URLSearchParams(window.location.search);
+  const state = { field: here.get("field") || "", source: here.get("source") || "",
+                  resolution: here.get("resolution") || "", start: null, end: null };
+  const day = here.get("day");
+  if (day) {
+    const next = new Date(Date.parse(day) + 86400000).toISOString().slice(0, 10);
+    state.start = day;
+    state.end = next;
+  }
+  const chart = el("div", { class: "chart", id: "chart" });
+  const source = el("select", { id: "source" }, el("option", { value: "", text: "all sources" }));
+  const field = el("select", { id: "field" });
+  const resolution = el("select", { id: "resolution" },
+    ["", "raw", "minute", "hour", "day", "week", "month"].map((r) =>
+      el("option", { value: r, text: r || "auto (from the range)" })));
+  resolution.value = state.resolution;
+  const info = el("span", { id: "info", class: "advice" });
+  const whole = el("button", { type: "button", id: "whole", text: "whole range" });
+  HL.content(
+    el("div", { class: "controls" },
+      el("label", {}, "field ", field), el("label", {}, "source ", source),
+      el("label", {}, "resolution ", resolution), whole, info),
+    chart,
+    el("p", { class: "advice", text: "Drag to zoom, double-click to zoom out; the resolution follows the visible range." }));
+
+  let drawn = false;
+  let busy = 0;
+
+  function traces(s) {
+    const label = state.source || (s.resolution === "raw" ? null : "all sources");
+    const x = s.samples.map((p) => p.t);
+    const sources = s.samples.map((p) => p.source || label || "");
+    const unit = s.unit;
+    if (s.kind === "cumulative") {
+      return [{
+        type: "bar", name: "sum", x, y: s.samples.map((p) => p.value), customdata: sources,
+        marker: { color: "#2f6fdb" },
+        hovertemplate: `%{x}<br><b>%{y} ${unit}</b><br>%{customdata}<extra>${s.resolution}</extra>`,
+      }];
+    }
+    const band = s.resolution !== "raw";
+    const out = [];
+    if (band) {
+      out.push({ type: "scatter", mode: "lines", name: "min", x, y: s.samples.map((p) => p.min),
+                 line: { width: 0 }, hoverinfo: "skip", showlegend: false, connectgaps: false });
+      out.push({ type: "scatter", mode: "lines", name: "min–max", x, y: s.samples.map((p) => p.max),
+                 fill: "tonexty", fillcolor: "rgba(47,111,219,0.18)", line: { width: 0 },
+                 hoverinfo: "skip", connectgaps: false });
+    }
+    out.push({
+      type: "scatter", mode: s.samples.length > 400 ? "lines" : "lines+markers",
+      name: band ? "average" : "value", x, y: s.samples.map((p) => p.value),
+      customdata: s.samples.map((p, i) => [sources[i], p.min, p.max, p.count]),
+      line: { color: "#2f6fdb", width: 2 }, marker: { size: 5 },
+      hovertemplate: band
+        ? `%{x}<br><b>%{y} ${unit}</b> average (%{customdata[1]}–%{customdata[2]})` +
+          `<br>%{customdata[3]} points · %{customdata[0]}<extra>${s.resolution}</extra>`
+        : `%{x}<br><b>%{y} ${unit}</b><br>%{customdata[0]}<extra>raw</extra>`,
+    });
+    return out;
+  }
+
+  async function load() {
+    const ticket = ++busy;
+    const s = await HL.api("series", { metric, field: state.field, source: state.source,
+      resolution: state.resolution, start: state.start, end: state.end });
+    if (ticket !== busy) return; // a newer zoom is on its way
+    if (!field.options.length) {
+      for (const f of s.fields) field.append(el("option", { value: f, text: f }));
+      for (const name of s.sources) source.append(el("option", { value: name, text: name }));
+      field.value = s.field;
+      source.value = state.source;
+    }
+    document.getElementById("title").textContent = `${metric} · ${s.field} (${s.unit})`;
+    info.textContent = `${s.samples.length} ${s.resolution === "raw" ? "points" : s.resolution + " buckets"}` +
+      `, ${s.kind}` + (s.truncated ? " (truncated: zoom in for the rest)" : "");
+    chart.dataset.resolution = s.resolution;
+    chart.dataset.count = String(s.samples.length);
+    const layout = Object.assign({}, HL.plotLayout, {
+      xaxis: { type: "date", title: { text: "phone's local time" } },
+      yaxis: { title: { text: s.unit }, rangemode: s.kind === "cumulative" ? "tozero" : "normal" },
+      showlegend: s.kind !== "cumulative", legend: { orientation: "h", y: 1.08 },
+      bargap: 0.15, uirevision: "keep",
+    });
+    if (state.start && state.end) layout.xaxis.range = [state.start, state.end];
+    await Plotly.react(chart, traces(s), layout, HL.plotConfig);
+    if (!s.samples.length) HL.say("No points in this range.");
+    else HL.say("");
+    if (!drawn) {
+      drawn = true;
+      chart.on("plotly_relayout", (change) => {
+        if (change["xaxis.autorange"]) {
+          state.start = state.end = null;
+        } else if (change["xaxis.range[0]"] !== undefined) {
+          state.start = String(change["xaxis.range[0]"]).replace(" ", "T");
+          state.end = String(change["xaxis.range[1]"]).replace(" ", "T");
+        } else if (Array.isArray(change["xaxis.range"])) {
+          [state.start, state.end] = change["xaxis.range"].map((v) => String(v).replace(" ", "T"));
+        } else {
+          return;
+        }
+        load().catch(HL.fail);
+      });
+    }
+  }
+
+  for (const [select, key] of [[source, "source"], [field, "field"], [resolution, "resolution"]]) {
+    select.addEventListener("change", () => { state[key] = select.value; load().catch(HL.fail); });
+  }
+  whole.addEventListener("click", () => { state.start = state.end = null; load().catch(HL.fail); });
+  await load();
+});

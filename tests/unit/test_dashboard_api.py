@@ -1,0 +1,362 @@
+"""The dashboard's API and pages over plain HTTP (Flask's test client), on folded data.
+
+Each endpoint answers for the account in view; the security headers are on every
+response; sign-in keeps each account to its own data; unknown names are readable 404s;
+nothing is logged but route patterns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from healthlog import log
+from healthlog.archive.local import LocalArchive
+from healthlog.dashboard import DashboardOptions, create_app
+from healthlog.dashboard.app import CSP, SESSION_COOKIE
+from healthlog.dashboard.server import is_loopback
+from healthlog.journal.sqlite import SqliteJournal
+
+from tests.dashboard_data import (
+    ALICE_SOURCE,
+    BOB_SOURCE,
+    BOB_STEPS,
+    GAP,
+    WORKOUT_ID,
+    Folded,
+    fold_sample,
+)
+
+
+@pytest.fixture(scope="module")
+def folded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Folded, Path]]:
+    where = tmp_path_factory.mktemp("dashboard")
+    journal = SqliteJournal(str(where / "journal.db"))
+    journal.migrate()
+    data = fold_sample(journal, LocalArchive(where / "archive"))
+    journal.close()
+    yield data, where
+
+
+def make_app(where: Path, **options: object) -> Flask:
+    journal = SqliteJournal(str(where / "journal.db"))
+    app = create_app(journal, LocalArchive(where / "archive"), DashboardOptions(**options))  # type: ignore[arg-type]
+    app.testing = True
+    return app
+
+
+@pytest.fixture
+def alice(folded: tuple[Folded, Path]) -> FlaskClient:
+    """A client of the dashboard fixed to alice's account, as `--account alice` does."""
+    return make_app(folded[1], account_name="alice").test_client()
+
+
+def get(client: FlaskClient, url: str, status: int = 200) -> dict[str, object]:
+    reply = client.get(url)
+    assert reply.status_code == status, reply.get_data(as_text=True)
+    assert reply.is_json, reply.get_data(as_text=True)[:200]
+    data: dict[str, object] = reply.get_json()
+    return data
+
+
+# --- every endpoint -------------------------------------------------------------------------
+
+
+def test_status_says_what_healthlog_status_says(alice: FlaskClient) -> None:
+    s = get(alice, "/api/status")
+    assert s["counts"] == {"pending": 0, "parsed": 6, "partial": 1, "failed": 1}
+    assert s["backlog"] == 0 and s["oldest_pending_age_s"] is None
+    assert s["failures"] == {"unreadable": 1}
+    assert s["uncovered"] == {"tachograph": 1}
+    assert s["records"] == {"ecg": 1, "stateOfMind": 2, "symptoms": 2, "workouts": 1}
+    assert s["last_delivery"]
+
+
+def test_catalog_lists_the_metrics_with_kind_unit_and_sources(alice: FlaskClient) -> None:
+    metrics = get(alice, "/api/catalog")["metrics"]
+    assert isinstance(metrics, list)
+    steps = next(m for m in metrics if m["metric"] == "step_count")
+    assert steps["kind"] == "cumulative" and steps["unit"] == "count"
+    assert steps["sources"] == [ALICE_SOURCE]
+    resting = next(m for m in metrics if m["metric"] == "resting_heart_rate")
+    assert resting["kind"] == "discrete"
+
+
+def test_series_sums_a_cumulative_metric_per_day(
+    alice: FlaskClient, folded: tuple[Folded, Path]
+) -> None:
+    s = get(alice, "/api/series?metric=step_count")
+    assert s["resolution"] == "day" and s["kind"] == "cumulative"
+    samples = s["samples"]
+    assert isinstance(samples, list)
+    assert {p["t"]: p["value"] for p in samples} == folded[0].steps
+
+
+def test_series_resolution_follows_the_range_or_is_chosen(alice: FlaskClient) -> None:
+    day = get(alice, "/api/series?metric=step_count&start=2026-03-02&end=2026-03-03")
+    assert day["resolution"] == "minute"  # a day's range: the finest buckets
+    assert [p["count"] for p in day["samples"]] == [1, 1, 1]  # type: ignore[union-attr]
+    raw = get(alice, "/api/series?metric=step_count&start=2026-03-02&end=2026-03-03&resolution=raw")
+    assert {p["source"] for p in raw["samples"]} == {ALICE_SOURCE}  # type: ignore[union-attr]
+    week = get(alice, "/api/series?metric=resting_heart_rate&resolution=week")
+    assert all(p["min"] <= p["value"] <= p["max"] for p in week["samples"])  # type: ignore[union-attr]
+    none = get(alice, "/api/series?metric=step_count&source=nobody")
+    assert none["samples"] == []
+
+
+def test_series_refuses_bad_parameters_readably(alice: FlaskClient) -> None:
+    assert "metric" in str(get(alice, "/api/series", 400)["error"])
+    assert "resolution" in str(get(alice, "/api/series?metric=step_count&resolution=year", 400))
+    assert "ISO 8601" in str(get(alice, "/api/series?metric=step_count&start=soon", 400))
+    assert "after" in str(
+        get(alice, "/api/series?metric=step_count&start=2026-03-02&end=2026-03-01", 400)
+    )
+    err = get(alice, "/api/series?metric=step_cuont", 404)["error"]
+    assert "step_count" in str(err)  # the nearest name
+
+
+def test_daily_gives_a_row_a_day(alice: FlaskClient, folded: tuple[Folded, Path]) -> None:
+    days = get(alice, "/api/daily?metric=step_count&metric=resting_heart_rate")["days"]
+    assert isinstance(days, list)
+    assert {d["day"]: d["step_count"] for d in days} == folded[0].steps
+    get(alice, "/api/daily", 400)
+
+
+def test_coverage_shows_the_gap_and_what_to_resend(alice: FlaskClient) -> None:
+    metrics = get(alice, "/api/coverage?metric=step_count")["metrics"]
+    assert isinstance(metrics, list) and len(metrics) == 1
+    gaps = metrics[0]["gaps"]
+    assert [(g["first"], g["last"], g["days"]) for g in gaps] == [
+        (GAP[0].isoformat(), GAP[1].isoformat(), 3)
+    ]
+    assert "Manual Export" in gaps[0]["resend"] and GAP[0].isoformat() in gaps[0]["resend"]
+    get(alice, "/api/coverage?metric=nope", 404)
+
+
+def test_sleep_gives_stages_per_night(alice: FlaskClient) -> None:
+    nights = get(alice, "/api/sleep")["nights"]
+    assert isinstance(nights, list) and len(nights) == 20
+    assert set(nights[0]["stages"]) == {"core", "deep", "rem", "awake"}
+    assert nights[0]["asleep_h"] == pytest.approx(6.5)
+
+
+def test_workouts_and_one_workout_with_route_and_heart_rate(alice: FlaskClient) -> None:
+    listed = get(alice, "/api/workouts")["workouts"]
+    assert [w["identity"] for w in listed] == [WORKOUT_ID]  # type: ignore[union-attr]
+    w = get(alice, f"/api/workouts/{WORKOUT_ID}")
+    assert len(w["route"]) == 120 and len(w["heart_rate"]) == 30  # type: ignore[arg-type]
+    summary = w["route_summary"]
+    assert isinstance(summary, dict)
+    assert summary["points"] == 120 and 3000 < summary["distance_m"] < 10000
+    assert str(w["start"]).endswith("+01:00")
+    assert "no such workout" in str(get(alice, "/api/workouts/NOPE", 404)["error"])
+
+
+def test_sections_and_records_with_the_ecg_trace(alice: FlaskClient) -> None:
+    sections = get(alice, "/api/sections")["sections"]
+    assert {s["section"] for s in sections} == {"ecg", "stateOfMind", "symptoms", "workouts"}  # type: ignore[union-attr]
+    bare = get(alice, "/api/records/ecg")["records"]
+    assert isinstance(bare, list) and "series" not in bare[0]
+    ecg = get(alice, "/api/records/ecg?items=1")["records"]
+    assert len(ecg[0]["series"]["voltage"]) == 1536  # type: ignore[index]
+    assert len(get(alice, "/api/records/symptoms")["records"]) == 2  # type: ignore[arg-type]
+    get(alice, "/api/records/medications", 404)
+
+
+def test_deliveries_one_delivery_and_its_body(
+    alice: FlaskClient, folded: tuple[Folded, Path]
+) -> None:
+    rows = get(alice, "/api/deliveries")["deliveries"]
+    assert isinstance(rows, list) and len(rows) == 8
+    assert rows[0]["received_at"] >= rows[-1]["received_at"]  # newest first
+    failed = get(alice, "/api/deliveries?status=failed")["deliveries"]
+    assert [d["id"] for d in failed] == [folded[0].failed_id]  # type: ignore[union-attr]
+    get(alice, "/api/deliveries?status=odd", 400)
+    get(alice, "/api/deliveries?limit=0", 400)
+    one = get(alice, f"/api/deliveries/{folded[0].failed_id}")
+    assert one["failure"] == "unreadable" and one["status"] == "failed"
+    assert isinstance(one["headers"], dict)
+    body = alice.get(str(one["body_url"]))
+    assert body.status_code == 200
+    assert body.data == b'{"data": not json}'
+    assert body.headers["Content-Disposition"] == f'attachment; filename="{one["id"]}.json"'
+    assert body.headers["X-Content-Type-Options"] == "nosniff"
+    get(alice, "/api/deliveries/nope", 404)
+    get(alice, "/api/deliveries/nope/body", 404)
+
+
+def test_bobs_delivery_is_a_404_for_alice(alice: FlaskClient, folded: tuple[Folded, Path]) -> None:
+    bobs = folded[0].bob_delivery_id
+    assert bobs
+    get(alice, f"/api/deliveries/{bobs}", 404)
+    get(alice, f"/api/deliveries/{bobs}/body", 404)
+
+
+# --- headers, errors, accounts ----------------------------------------------------------------
+
+
+def test_every_response_has_the_csp_and_nosniff(alice: FlaskClient) -> None:
+    urls = ["/", "/coverage", "/metrics", "/metrics/step_count", "/sleep", "/workouts",
+            f"/workouts/{WORKOUT_ID}", "/records", "/deliveries", "/api/status",
+            "/api/series?metric=nope", "/static/js/common.js", "/static/dashboard.css",
+            "/static/vendor/plotly.min.js", "/nowhere", "/sign-in"]  # fmt: skip
+    for url in urls:
+        reply = alice.get(url)
+        assert reply.headers["Content-Security-Policy"] == CSP, url
+        assert reply.headers["X-Content-Type-Options"] == "nosniff", url
+    assert "script-src 'self'" in CSP and "connect-src 'self'" in CSP
+    assert "img-src 'self' data:" in CSP and "unsafe-inline" not in CSP
+
+
+def test_plotly_is_served_from_the_installed_package(alice: FlaskClient) -> None:
+    from importlib import resources
+
+    reply = alice.get("/static/vendor/plotly.min.js")
+    assert reply.status_code == 200 and reply.mimetype == "text/javascript"
+    shipped = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
+    assert reply.data == shipped
+
+
+def test_pages_carry_no_inline_script_and_no_other_host(alice: FlaskClient) -> None:
+    for url in ["/", "/coverage", "/metrics/step_count", "/sleep", f"/workouts/{WORKOUT_ID}"]:
+        html = alice.get(url).get_data(as_text=True)
+        assert "<script>" not in html and "http://" not in html and "https://" not in html
+        assert '<script src="/static/' in html
+
+
+def test_unknown_pages_are_readable_404s_never_a_traceback(alice: FlaskClient) -> None:
+    for url in ["/metrics/nope", "/workouts/nope", "/deliveries/nope", "/nowhere"]:
+        reply = alice.get(url)
+        assert reply.status_code == 404, url
+        text = reply.get_data(as_text=True)
+        assert reply.mimetype == "text/html" and "Traceback" not in text
+    assert "nope" in alice.get("/metrics/nope").get_data(as_text=True)
+    assert get(alice, "/api/nowhere", 404)["status"] == 404
+
+
+def test_a_failure_is_a_500_with_the_type_logged_only(
+    folded: tuple[Folded, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    app = make_app(folded[1], account_name="alice")
+
+    class Broken:
+        def __getattr__(self, name: str) -> object:
+            raise RuntimeError(f"secret {ALICE_SOURCE}")
+
+    app.extensions["healthlog"]["journal"] = Broken()
+    with caplog.at_level(logging.DEBUG, logger="healthlog"):
+        reply = app.test_client().get("/api/catalog")
+    assert reply.status_code == 500
+    assert ALICE_SOURCE not in reply.get_data(as_text=True)
+    assert "Traceback" not in reply.get_data(as_text=True)
+    assert ALICE_SOURCE not in caplog.text
+    assert any(getattr(r, "error", None) == "RuntimeError" for r in caplog.records)
+
+
+def test_several_accounts_need_a_choice(folded: tuple[Folded, Path]) -> None:
+    client = make_app(folded[1]).test_client()
+    session = get(client, "/api/session")
+    assert session["account"] is None and session["accounts"] == ["alice", "bob"]
+    assert "several accounts" in str(get(client, "/api/status", 400)["error"])
+    bob = get(client, "/api/series?metric=step_count&account=bob")
+    assert [p["value"] for p in bob["samples"]] == [BOB_STEPS]  # type: ignore[union-attr]
+    get(client, "/api/status?account=carol", 404)
+
+
+def test_an_account_fixed_by_name_cannot_be_switched(alice: FlaskClient) -> None:
+    steps = get(alice, "/api/series?metric=step_count&account=bob&resolution=raw")
+    assert BOB_SOURCE not in str(steps) and BOB_STEPS not in [
+        p["value"]
+        for p in steps["samples"]  # type: ignore[union-attr]
+    ]
+    assert get(alice, "/api/session")["accounts"] == ["alice"]
+
+
+# --- sign-in ----------------------------------------------------------------------------------
+
+
+def test_sign_in_shows_only_the_tokens_account(folded: tuple[Folded, Path]) -> None:
+    data, where = folded
+    client = make_app(where, require_sign_in=True).test_client()
+    for url in ["/api/status", "/api/series?metric=step_count", "/api/session",
+                f"/api/deliveries/{data.failed_id}/body"]:  # fmt: skip
+        assert get(client, url, 401)["status"] == 401
+    page = client.get("/coverage")
+    assert page.status_code == 302 and page.headers["Location"].endswith("/sign-in")
+    assert client.get("/sign-in").status_code == 200
+
+    refused = client.post("/sign-in", data={"token": "hl_wrong"})
+    assert refused.status_code == 401 and "hl_wrong" not in refused.get_data(as_text=True)
+    assert SESSION_COOKIE not in refused.headers.get("Set-Cookie", "")
+
+    signed = client.post("/sign-in", data={"token": data.bob.token})
+    assert signed.status_code == 302
+    cookie = signed.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Secure" not in cookie
+    assert data.bob.token not in cookie
+    assert get(client, "/api/session")["account"] == {"id": data.bob.account.id, "name": "bob"}
+    status = get(client, "/api/status?account=alice")  # ?account= does not switch
+    assert status["points"] == 1
+    get(client, f"/api/deliveries/{data.failed_id}", 404)  # alice's
+    assert BOB_SOURCE in str(get(client, "/api/catalog"))
+
+    out = client.post("/sign-out")
+    assert out.status_code == 302
+    get(client, "/api/status", 401)
+
+
+def test_the_session_cookie_is_secure_over_tls_or_when_told(folded: tuple[Folded, Path]) -> None:
+    data, where = folded
+    tls = make_app(where, require_sign_in=True).test_client()
+    reply = tls.post("/sign-in", data={"token": data.alice.token}, base_url="https://localhost")
+    assert "Secure" in reply.headers["Set-Cookie"]
+    told = make_app(where, require_sign_in=True, secure_cookies=True).test_client()
+    reply = told.post("/sign-in", data={"token": data.alice.token})
+    assert "Secure" in reply.headers["Set-Cookie"]
+
+
+def test_a_forged_or_foreign_cookie_is_no_session(folded: tuple[Folded, Path]) -> None:
+    data, where = folded
+    one = make_app(where, require_sign_in=True).test_client()
+    signed = one.post("/sign-in", data={"token": data.alice.token})
+    value = signed.headers["Set-Cookie"].split(";")[0].split("=", 1)[1]
+    other = make_app(where, require_sign_in=True).test_client()  # another process's key
+    other.set_cookie(SESSION_COOKIE, value)
+    get(other, "/api/status", 401)
+    other.set_cookie(SESSION_COOKIE, data.alice.account.id)
+    get(other, "/api/status", 401)
+
+
+def test_sign_in_with_a_fixed_account_refuses_the_others(folded: tuple[Folded, Path]) -> None:
+    data, where = folded
+    client = make_app(where, require_sign_in=True, account_name="alice").test_client()
+    assert client.post("/sign-in", data={"token": data.bob.token}).status_code == 401
+    assert client.post("/sign-in", data={"token": data.alice.token}).status_code == 302
+
+
+def test_loopback_is_told_apart(folded: tuple[Folded, Path]) -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+    assert not is_loopback("")
+
+
+def test_no_log_line_carries_a_value_a_source_or_a_token(
+    folded: tuple[Folded, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    data, where = folded
+    log.setup("DEBUG")
+    client = make_app(where, require_sign_in=True).test_client()
+    with caplog.at_level(logging.DEBUG, logger="healthlog"):
+        client.post("/sign-in", data={"token": "hl_not_a_token"})
+        client.post("/sign-in", data={"token": data.alice.token})
+        client.get("/api/series?metric=step_count&source=" + ALICE_SOURCE)
+        client.get("/api/records/ecg?items=1")
+        client.get(f"/api/workouts/{WORKOUT_ID}")
+    text = caplog.text + " ".join(str(r.__dict__) for r in caplog.records)
+    for secret in (data.alice.token, "hl_not_a_token", ALICE_SOURCE, WORKOUT_ID, "step_count"):
+        assert secret not in text
+    assert any(getattr(r, "route", None) == "/api/series" for r in caplog.records)
