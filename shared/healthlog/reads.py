@@ -33,9 +33,9 @@ from typing import Any
 
 import orjson
 
-from healthlog.errors import HealthlogError
+from healthlog.errors import AccountNotFound, HealthlogError
 from healthlog.journal.port import BucketRow, CatalogEntry, Journal, Summary
-from healthlog.journal.rows import from_text, to_text
+from healthlog.journal.rows import first_at_or_after, from_text, to_text
 from healthlog.model import Account, Delivery, Item, Record
 
 #: at most this many buckets or raw points in one series
@@ -56,6 +56,15 @@ class Resolution(StrEnum):
     MONTH = "month"
 
 
+_NUTRIENTS = (
+    "biotin", "caffeine", "calcium", "carbohydrates", "chloride", "cholesterol", "chromium",
+    "copper", "fiber", "folate", "iodine", "iron", "magnesium", "manganese", "molybdenum",
+    "monounsaturated_fat", "niacin", "pantothenic_acid", "phosphorus", "polyunsaturated_fat",
+    "potassium", "protein", "riboflavin", "saturated_fat", "selenium", "sodium", "sugar",
+    "thiamin", "total_fat", "vitamin_a", "vitamin_b6", "vitamin_b12", "vitamin_c", "vitamin_d",
+    "vitamin_e", "vitamin_k", "zinc",
+)  # fmt: skip
+
 #: the metrics HAE sends that are amounts over an interval, summed per bucket; every
 #: other metric is a reading (documented in docs/dashboard.md, "Metric kinds")
 CUMULATIVE = frozenset(
@@ -74,17 +83,25 @@ CUMULATIVE = frozenset(
         "flights_climbed",
         "mindful_minutes",
         "number_of_times_fallen",
-        "physical_effort",
         "push_count",
         "step_count",
         "swimming_stroke_count",
         "time_in_daylight",
         "walking_running_distance",
         "wheelchair_distance",
+        # HAE's names for the same amounts (hae.units.CANONICAL spells them so)
+        "apple_move_time",
+        "distance_downhill_snow_sports",
+        "downhill_snow_sports",
+        "swimming_distance",
+        # what was eaten or drunk: amounts per entry, summed per day
+        *(f"{prefix}{name}" for prefix in ("", "dietary_") for name in _NUTRIENTS),
     }
 )
 
 #: the field that stands for a metric when none is named, in this order of preference
+#: (``qty`` and ``avg`` rank together: heart rate comes as min/avg/max from a watch and as
+#: qty from other sources, and the field with more points stands for it)
 MAIN_FIELDS = ("qty", "avg", "totalSleep", "asleep", "systolic", "segment")
 
 # auto resolution: the finest whose buckets over the range stay under MAX_BUCKETS
@@ -196,17 +213,29 @@ class Coverage:
     late: dict[str, int]  # local day -> points that arrived late
     daily: bool  # the metric has data on most days of its span: gaps are reported
 
+    @property
+    def first_day(self) -> str | None:
+        return min(self.days) if self.days else None
+
+    @property
+    def last_day(self) -> str | None:
+        return max(self.days) if self.days else None
+
+    @property
+    def late_points(self) -> int:
+        return sum(self.late.values())
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "metric": self.metric,
-            "first_day": min(self.days) if self.days else None,
-            "last_day": max(self.days) if self.days else None,
+            "first_day": self.first_day,
+            "last_day": self.last_day,
             "days_with_data": len(self.days),
             "daily": self.daily,
             "days": self.days,
             "gaps": [{"first": g.first, "last": g.last, "days": g.days} for g in self.gaps],
             "late": self.late,
-            "late_points": sum(self.late.values()),
+            "late_points": self.late_points,
         }
 
 
@@ -248,9 +277,7 @@ def local_text(utc_text: str | None, offset_min: int | None) -> str | None:
     """A stored UTC time as ISO 8601 on the phone's clock, with its offset."""
     if utc_text is None:
         return None
-    at = from_text(utc_text)
-    zone = UTC if offset_min is None else timezone(timedelta(minutes=offset_min))
-    return at.astimezone(zone).isoformat()
+    return from_text(utc_text).astimezone(_zone(offset_min)).isoformat()
 
 
 def auto_resolution(start: datetime | None, end: datetime | None) -> Resolution:
@@ -270,6 +297,25 @@ class Reads:
     def __init__(self, journal: Journal, account: Account) -> None:
         self.journal = journal
         self.account = account
+
+    @classmethod
+    def of(cls, journal: Journal, account_id: str | None = None) -> Reads:
+        """The reads of an account by id, or of the journal's only account (None).
+
+        Raises AccountNotFound for an unknown id or a journal without accounts, and
+        HealthlogError when there are several and none is named.
+        """
+        if account_id is not None:
+            found = journal.get_account(account_id)
+            if found is None:
+                raise AccountNotFound("no such account")
+            return cls(journal, found)
+        accounts = journal.accounts()
+        if not accounts:
+            raise AccountNotFound("no accounts yet: `healthlog account add NAME` makes one")
+        if len(accounts) > 1:
+            raise HealthlogError("this journal has several accounts: choose one with --account")
+        return cls(journal, accounts[0])
 
     # --- names --------------------------------------------------------------------------
 
@@ -304,11 +350,17 @@ class Reads:
     def main_field(self, metric: str, field_: str | None = None) -> MetricInfo:
         """The field asked for, or the one that stands for the metric."""
         fields = self.metric_fields(metric)
-        by_name = {info.field: info for info in fields}
+        by_name: dict[str, MetricInfo] = {}
+        for info in fields:  # a field sent in two units: the unit with more points
+            if info.field not in by_name or info.points > by_name[info.field].points:
+                by_name[info.field] = info
         if field_ is not None:
             if field_ not in by_name:
                 raise UnknownName(_unknown(f"field of {metric}", field_, sorted(by_name)))
             return by_name[field_]
+        first = [by_name[name] for name in ("qty", "avg") if name in by_name]
+        if first:
+            return max(first, key=lambda info: info.points)  # qty wins a tie
         for name in MAIN_FIELDS:
             if name in by_name:
                 return by_name[name]
@@ -387,9 +439,12 @@ class Reads:
 
         A night is labelled by the local date of its start plus twelve hours (a night
         that starts at 23:00 or at 02:00 belongs to the morning after). Where several
-        sources report one night, the one with the most sleep is kept.
+        sources report one night, the one with the most sleep is kept; a source that sent
+        the night both as segments and aggregated counts once (the shape with more sleep).
+        A segment sent without ``qty`` counts for its ``end`` minus its start; an
+        aggregated night that has only ``totalSleep`` counts it as ``asleep``.
         """
-        nights: dict[tuple[str, str], dict[str, Any]] = {}
+        nights: dict[tuple[str, str, bool], dict[str, Any]] = {}
         for stored in self.journal.export_points(
             account_id=self.account.id,
             metric="sleep_analysis",
@@ -397,31 +452,41 @@ class Reads:
             start_to=_bound(end),
         ):
             p = stored.point
-            local = from_text(p.start).astimezone(
-                UTC if p.utc_offset is None else timezone(timedelta(minutes=p.utc_offset))
-            )
+            local = from_text(p.start).astimezone(_zone(p.utc_offset))
             label = (local + timedelta(hours=12)).date().isoformat()
+            segment = p.field == "segment"
             night = nights.setdefault(
-                (label, p.source), {"stages": defaultdict(float), "start": None, "end": None}
+                (label, p.source, segment),
+                {"stages": defaultdict(float), "start": None, "end": None, "total": 0.0},
             )
-            if p.field == "segment":
-                begin = local_text(p.start, p.utc_offset)
-                finish = local_text(p.end, p.utc_offset)
-                if night["start"] is None or (begin and begin < night["start"]):
-                    night["start"] = begin
-                if finish and (night["end"] is None or finish > night["end"]):
-                    night["end"] = finish
+            span = (p.start, p.end or p.start, p.utc_offset) if segment else _night_span(p.extra)
+            if span is not None:
+                first, last, offset = span
+                if night["start"] is None or first < night["start"][0]:
+                    night["start"] = (first, offset)
+                if night["end"] is None or last > night["end"][0]:
+                    night["end"] = (last, offset)
+            hours = p.qty
+            if hours is None and segment and p.end is not None:
+                hours = (from_text(p.end) - from_text(p.start)).total_seconds() / 3600
+            if p.field == "totalSleep" and hours is not None:
+                night["total"] += hours
             stage = _stage(p.field, p.text)
-            if stage is not None and p.qty is not None:
-                night["stages"][stage] += p.qty
+            if stage is not None and hours is not None:
+                night["stages"][stage] += hours
         best: dict[str, Night] = {}
-        for (label, source), night in nights.items():
+        for (label, source, _), night in sorted(nights.items()):
+            stages = night["stages"]
+            if night["total"] > 0 and not any(
+                v for k, v in stages.items() if k not in ("awake", "in_bed")
+            ):
+                stages["asleep"] += night["total"]
             candidate = Night(
                 label,
                 source,
-                {k: round(v, 4) for k, v in sorted(night["stages"].items())},
-                night["start"],
-                night["end"],
+                {k: round(v, 4) for k, v in sorted(stages.items())},
+                None if night["start"] is None else local_text(*night["start"]),
+                None if night["end"] is None else local_text(*night["end"]),
             )
             kept = best.get(label)
             if kept is None or (candidate.asleep_h, source) > (kept.asleep_h, kept.source):
@@ -601,10 +666,35 @@ def _sample(row: BucketRow, kind: Kind) -> Sample:
     return Sample(row.start, value, row.min, row.max, row.count)
 
 
+def _zone(offset_min: int | None) -> timezone:
+    return UTC if offset_min is None else timezone(timedelta(minutes=offset_min))
+
+
+def _night_span(extra: str | None) -> tuple[str, str, int | None] | None:
+    """An aggregated night's sleepStart and sleepEnd (kept in ``extra`` as sent) as UTC
+    text, with sleepStart's offset; None when it did not send both."""
+    if extra is None:
+        return None
+    from healthlog.hae import dates
+
+    sent = orjson.loads(extra)
+    try:
+        first, offset = dates.instant(sent["sleepStart"])
+        last = dates.instant(sent["sleepEnd"])[0]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return first, last, offset
+
+
 def _as_datetime(at: datetime | str | None) -> datetime | None:
+    """A bound as an aware datetime: the port's text, or a prefix of it (``2024-01``)."""
     if at is None or isinstance(at, datetime):
-        return at
-    return from_text(at)
+        return at if at is None or at.tzinfo is not None else at.replace(tzinfo=UTC)
+    try:
+        parsed = from_text(at)
+    except ValueError:
+        return first_at_or_after(at)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def _unknown(what: str, name: str, known: Sequence[str]) -> str:
