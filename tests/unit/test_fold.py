@@ -307,14 +307,46 @@ def test_fold_past_its_own_deadline_fails(phone: Phone, journal: Journal, archiv
 def test_delivery_whose_folds_kept_killing_the_process_becomes_failed_crashed(
     phone: Phone, journal: Journal, archive: Any
 ) -> None:
+    """Three deaths in the backlog, then its last try alone died too: crashed."""
     delivery = phone.send(steps(1))
-    for _ in range(3):
+    for _ in range(4):
         journal.begin_attempt(delivery)  # a fold started; the process died before the outcome
     outcome = Player(journal, archive, PlayOptions(max_attempts=3)).play(delivery)
     assert (outcome.klass, outcome.reason) == (OutcomeClass.FAILED, "crashed")
     stored = journal.get_delivery(delivery)
     assert stored is not None
     assert (stored.status, stored.failure, stored.points) == (ParseStatus.FAILED, "crashed", 0)
+
+
+def test_a_crash_suspect_gets_one_more_try_alone_after_the_rest_of_the_backlog(
+    phone: Phone, journal: Journal, archive: Any, caplog: Any
+) -> None:
+    """Kills from outside can land in one innocent fold again and again: the pass
+    defers it at the limit and tries it last, on its own, instead of failing it."""
+    suspect, other = phone.send(steps(1)), phone.send(steps(2))
+    for _ in range(3):
+        journal.begin_attempt(suspect)
+    folded: list[str] = []
+    player = Player(journal, archive, PlayOptions(max_attempts=3))
+    play = player.play
+
+    def recording(delivery_id: str, **kw: Any) -> Any:
+        outcome = play(delivery_id, **kw)
+        folded.append(f"{delivery_id}:{outcome.klass.value}:{outcome.reason}")
+        return outcome
+
+    player.play = recording  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING, logger="healthlog.fold"):
+        report = FoldPass(journal, player).pass_once()
+
+    assert folded == [
+        f"{suspect}:deferred:crash_suspect",
+        f"{other}:parsed:None",
+        f"{suspect}:parsed:None",  # last, alone
+    ]
+    assert report.tally.as_dict()["parsed"] == 2 and report.tally.as_dict()["deferred"] == 0
+    assert status_of(journal, suspect) is ParseStatus.PARSED
+    assert any("fold.crash_retry" in r.getMessage() for r in caplog.records)
 
 
 def test_fewer_crashes_than_the_limit_still_fold(

@@ -13,8 +13,10 @@ from healthlog.model import OutcomeClass
 
 #: an unexpected exception while folding one delivery: a bug or a body we choke on
 EXCEPTION = "exception"
-#: folds of this delivery killed the process again and again
+#: folds of this delivery killed the process again and again, its last try alone too
 CRASHED = "crashed"
+#: folds of this delivery died ``max_attempts`` times: one more try, alone, after the rest
+SUSPECT = "crash_suspect"
 
 
 def _classify(exc: BaseException) -> tuple[OutcomeClass, str]:

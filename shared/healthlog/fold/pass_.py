@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from healthlog import ids, log
+from healthlog.fold.classify import SUSPECT
 from healthlog.fold.player import Player
 from healthlog.journal.port import ZERO_CURSOR, Journal
 from healthlog.model import Tally
@@ -88,6 +89,7 @@ class FoldPass:
             return report
         cursor = ZERO_CURSOR
         reached_empty = False
+        suspects: list[str] = []
         while report.stopped is None and not reached_empty:
             try:
                 page = self._journal.pending_page(cursor, self._page_size)
@@ -112,8 +114,19 @@ class FoldPass:
                 if time_left is not None and time_left() < margin_s:
                     report.stopped = "budget"
                     break
-                report.tally.add(self._player.play(ref.id, pending_only=True))
+                outcome = self._player.play(ref.id, pending_only=True, last_try=False)
+                if outcome.reason == SUSPECT:
+                    suspects.append(ref.id)  # counted when its last try ends
+                else:
+                    report.tally.add(outcome)
                 cursor = ref
+        # the crash suspects get their last try each on its own, after the backlog: a
+        # body that kills the process then takes nothing else down with it
+        for delivery_id in suspects:
+            if report.stopped is not None or (cancel is not None and cancel.is_set()):
+                break
+            log.event(logger, logging.WARNING, "fold.crash_retry", delivery_id=delivery_id)
+            report.tally.add(self._player.play(delivery_id, pending_only=True))
         if reached_empty:
             self._lag_armed = True
         if armed and report.lagging:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from healthlog import log
 from healthlog.archive.port import Archive
 from healthlog.errors import Conflict, NoSuchAccount, OutcomeWriteFailed
-from healthlog.fold.classify import CRASHED, _classify
+from healthlog.fold.classify import CRASHED, SUSPECT, _classify
 from healthlog.journal.port import Journal
 from healthlog.model import Delivery, Outcome, OutcomeClass, ParseResult, ParseStatus, status_for
 
@@ -60,12 +60,23 @@ class Player:
         self._unreleased: set[str] = set()
 
     def play(
-        self, delivery_id: str, *, dry_run: bool = False, pending_only: bool = False
+        self,
+        delivery_id: str,
+        *,
+        dry_run: bool = False,
+        pending_only: bool = False,
+        last_try: bool = True,
     ) -> Outcome:
         """Fold one delivery; with ``dry_run``, read and parse it but write nothing.
 
         ``pending_only`` (the pass) leaves alone a delivery that is no longer pending by
         the time it is folded: another writer got there first (``Conflict``, deferred).
+
+        A delivery whose folds died ``max_attempts`` times is a *crash suspect*: the
+        process may have been killed from outside, or the body kills it. With
+        ``last_try`` False (the pass, in its backlog) it is deferred (``crash_suspect``)
+        for one more try on its own after the backlog; that try is the last: if it dies
+        too, the next play finds the count past the limit and fails it ``crashed``.
         """
         started = self._clock()
         delivery: Delivery | None = None
@@ -80,10 +91,14 @@ class Player:
                 raise NoSuchAccount()
             if pending_only and delivery.status is not ParseStatus.PENDING:
                 raise Conflict()
-            if not dry_run and delivery.attempts >= self._options.max_attempts:
-                # every earlier fold of this body died with the process: stop the loop
+            limit = self._options.max_attempts
+            if not dry_run and delivery.attempts > limit:
+                # every fold of this body died with the process, its last try alone too:
+                # stop the loop
                 self._write_failure(delivery, CRASHED, ())
                 return self._done(delivery_id, OutcomeClass.FAILED, (), 0, CRASHED, started)
+            if not dry_run and delivery.attempts == limit and not last_try:
+                return self._done(delivery_id, OutcomeClass.DEFERRED, (), 0, SUSPECT, started)
             if not dry_run:
                 self._journal.begin_attempt(delivery_id)
                 attempt_open = True
