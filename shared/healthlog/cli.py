@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import IO, Any
 
 from healthlog import ids, log
@@ -171,6 +172,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", help="file to write (default: stdout)")
     _account_flag(p)
     p.set_defaults(run=cmd_export)
+
+    p = sub.add_parser(
+        "plot",
+        help="draw a metric to a PNG or SVG picture (needs the extra: healthlog[plot])",
+        description="Draw one metric over time: a discrete one as its average over a "
+        "min-max band, a cumulative one as bars of its sums, sleep_analysis as stages per "
+        "night. Times are the phone's local times; a gap in the data is a gap in the line.",
+    )
+    p.add_argument("metric", help="a metric name, as `export --metric` takes it")
+    p.add_argument("--field", help="one field of the metric (default: the one that stands for it)")
+    p.add_argument("--from", dest="start_from", help="UTC start, inclusive (as for export)")
+    p.add_argument("--to", dest="start_to", help="UTC start, exclusive")
+    p.add_argument(
+        "--resolution", choices=PLOT_RESOLUTIONS, help="bucket size (default: from the range)"
+    )
+    p.add_argument("--source", help="only the points of this source")
+    p.add_argument("--output", "-o", required=True, type=_plot_output, metavar="FILE.png|FILE.svg")
+    _account_flag(p)
+    p.set_defaults(run=cmd_plot)
 
     p = sub.add_parser("reconcile", help="journal archived bodies that have no journal row")
     _json_flag(p)
@@ -759,6 +779,68 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         else:
             for row in rows:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return 0
+
+
+#: healthlog.reads.Resolution's values (spelled here: the parser imports no read module)
+PLOT_RESOLUTIONS = ["raw", "minute", "hour", "day", "week", "month"]
+
+
+def _plot_output(text: str) -> Path:
+    from healthlog import plot
+
+    try:
+        return plot.check_output(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _one_account(journal: Journal, name: str | None) -> Account:
+    """The account chosen by --account or --token, or the journal's only one."""
+    account_id = _account_id(journal, name)
+    if account_id is None:
+        accounts = journal.accounts()
+        if len(accounts) != 1:
+            raise HealthlogError(
+                "no accounts yet"
+                if not accounts
+                else "this journal has several accounts: choose one with --account NAME "
+                "or --token -"
+            )
+        return accounts[0]
+    account = journal.get_account(account_id)
+    if account is None:
+        raise AccountNotFound("the account is gone")
+    return account
+
+
+def cmd_plot(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import plot
+    from healthlog.reads import Reads, Resolution, UnknownName
+
+    try:
+        plot.require_matplotlib()  # before anything is read
+    except plot.MissingExtra as exc:
+        print(f"healthlog: {exc}", file=sys.stderr)
+        return 1
+    journal = _journal(settings)
+    try:
+        drawn = plot.plot_metric(
+            Reads(journal, _one_account(journal, args.account)),
+            args.metric,
+            args.output,
+            field=args.field,
+            start=args.start_from,
+            end=args.start_to,
+            resolution=Resolution(args.resolution) if args.resolution else None,
+            source=args.source,
+        )
+    except (UnknownName, plot.NothingToPlot) as exc:
+        print(f"healthlog: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        journal.close()
+    print(f"wrote {drawn.path}")
     return 0
 
 
