@@ -105,12 +105,13 @@ def test_nul_gives_the_same_fingerprint_on_sqlite_and_postgresql(tmp_path: Path)
 def test_a_value_postgresql_cannot_index_fails_the_delivery_instead_of_retrying_it(
     tmp_path: Path,
 ) -> None:
-    """A 10 000-character metric name: an index row too large (SQLSTATE 54000)."""
+    """A symptom whose 10 000-character name is in its identity: an index row too large
+    for PostgreSQL (SQLSTATE 54000). (A point's names are bounded by the parser.)"""
     rng = random.Random(7)  # letters that do not compress below the index row limit
     name = "".join(rng.choice(string.ascii_letters) for _ in range(10_000))
     body = orjson.dumps(
-        {"data": {"metrics": [{"name": name, "units": "count",
-                               "data": [{"date": "2026-01-01 10:00:00 +0100", "qty": 1}]}]}}
+        {"data": {"symptoms": [{"name": name, "start": "2026-01-01 10:00:00 +0100",
+                                "end": "2026-01-01 11:00:00 +0100", "severity": "Mild"}]}}
     )  # fmt: skip
     with pg.fresh_database() as url:
         journal = PostgresJournal(url)

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 from healthlog.errors import FoldDeadline, UnreadableBody
-from healthlog.hae import parse
+from healthlog.hae import metrics, parse
 from healthlog.model import ParseResult, Point
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -573,3 +573,30 @@ def test_any_json_as_the_whole_body_parses_or_is_unreadable(value: object) -> No
 @given(st.binary(max_size=64))
 def test_any_bytes_parse_or_are_unreadable(raw: bytes) -> None:
     parses_or_is_unreadable(raw)
+
+
+def test_a_point_too_wide_to_keep_inline_is_not_understood_and_its_metric_uncovered() -> None:
+    """A 4 MB field would be a wide row in the points b-tree that every later upsert
+    of its metric reads: the point stays in the archive, the rest of the metric folds."""
+    wide = "w" * (4 * 1024 * 1024)
+    body = orjson.dumps({"data": {"metrics": [
+        {"name": "step_count", "units": "count", "data": [
+            {"date": "2026-01-01 10:00:00 +0000", "qty": 1, "note": wide},
+            {"date": "2026-01-01 11:00:00 +0000", "qty": 2, "source": "s" * 2000},
+            {"date": "2026-01-01 12:00:00 +0000", "qty": 3, "note": "short"},
+        ]},
+        {"name": "m" * 10_000, "units": "count", "data": [
+            {"date": "2026-01-01 10:00:00 +0000", "qty": 1}]},
+        {"name": "blood_glucose", "units": "mg/dL", "data": [
+            {"date": "2026-01-01 10:00:00 +0000", "qty": 90, "mealTime": "x" * 20_000}]},
+    ]}})  # fmt: skip
+
+    result = parse(body)
+
+    assert [(p.metric, p.qty) for p in result.points] == [("step_count", 3.0)]
+    assert set(result.uncovered) == {
+        "metrics.step_count",
+        "metrics." + "m" * 10_000,
+        "metrics.blood_glucose",
+    }
+    assert all(len(p.extra or "") <= metrics.MAX_INLINE for p in result.points)

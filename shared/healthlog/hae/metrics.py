@@ -23,6 +23,14 @@ from healthlog.hae.errors import NotUnderstood
 from healthlog.hae.records import Found
 from healthlog.model import Point, Record
 
+#: What one point may carry inline (docs/database.md, "Bounds"). A point is a row of the
+#: showcase's points b-tree: a wide row there makes every later upsert of its metric
+#: read its overflow pages, so a point beyond these is not understood (its metric an
+#: uncovered key, the body kept in the archive) rather than stored. Characters.
+MAX_NAME = 256  # a metric's name and unit: part of every point's key
+MAX_SOURCE = 1024  # a source name, part of the key ("iPhone|Apple Watch|..." joins several)
+MAX_INLINE = 16 * 1024  # a point's text and its extra fields (canonical JSON)
+
 _ITEM_KEYS = frozenset({"name", "units", "data"})
 _HEARTBEATS = "heartbeatSeries"
 
@@ -67,6 +75,9 @@ def _metric(item: dict[str, object], name: str, found: Found) -> Iterator[Point]
     unit = sent_units if isinstance(sent_units, str) else ""
     if sent_units is not None and not isinstance(sent_units, str):
         uncovered.add(key)
+    if len(name) > MAX_NAME or len(unit) > MAX_NAME:
+        uncovered.add(key)  # a name is part of every point's key: too long to keep
+        return
     if not item.keys() <= _ITEM_KEYS and any(
         not is_empty(v) for k, v in item.items() if k not in _ITEM_KEYS
     ):
@@ -159,7 +170,11 @@ def qty(value: object) -> float | None:
 
 
 def text(value: object) -> str | None:
-    if value is None or type(value) is str:
+    if value is None:
+        return None
+    if type(value) is str:
+        if len(value) > MAX_INLINE:
+            raise NotUnderstood("a text too long to keep inline")
         return value
     raise NotUnderstood("not a string")
 
@@ -168,6 +183,8 @@ def source(value: object) -> str:
     if value is None:
         return ""
     if type(value) is str:
+        if len(value) > MAX_SOURCE:
+            raise NotUnderstood("a source name too long to keep in a key")
         return value
     raise NotUnderstood("not a source name")
 
@@ -192,9 +209,12 @@ def extra(
     if not rest:
         return None
     try:
-        return orjson.dumps(rest, option=orjson.OPT_SORT_KEYS).decode()
+        written = orjson.dumps(rest, option=orjson.OPT_SORT_KEYS).decode()
     except orjson.JSONEncodeError as exc:  # nesting deeper than orjson writes
         raise NotUnderstood("unwritable field") from exc
+    if len(written) > MAX_INLINE:
+        raise NotUnderstood("fields too wide to keep inline")
+    return written
 
 
 def key_time(point: dict[str, object]) -> tuple[str, int | None, str | None, object]:
@@ -244,7 +264,7 @@ class Values:
         who = point.get("source")
         if who is None:
             who = ""
-        elif type(who) is not str:
+        elif type(who) is not str or len(who) > MAX_SOURCE:
             who = source(who)
         note = None if self.text is None else text(point.get(self.text))
         more = None
