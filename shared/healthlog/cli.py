@@ -192,6 +192,22 @@ def build_parser() -> argparse.ArgumentParser:
     _account_flag(p)
     p.set_defaults(run=cmd_plot)
 
+    p = sub.add_parser(
+        "coverage",
+        help="per metric: days with data, gaps, and points that arrived late",
+        description="Per metric: the first and last day with data (the phone's local days), "
+        "the days with data, the gaps (days without data between two days with data, for a "
+        "metric with data on at least half the days of its span), and per day the points that "
+        "arrived late (older than what an earlier delivery of the metric brought: an export "
+        '"Since Last Sync" would have missed them). docs/dashboard.md, "Data coverage".',
+    )
+    p.add_argument("--metric", help="one metric (default: all)")
+    p.add_argument("--from", dest="start_from", help="UTC start, inclusive (e.g. 2024-01-31)")
+    p.add_argument("--to", dest="start_to", help="UTC start, exclusive")
+    _account_flag(p)
+    _json_flag(p)
+    p.set_defaults(run=cmd_coverage)
+
     p = sub.add_parser("reconcile", help="journal archived bodies that have no journal row")
     _json_flag(p)
     p.set_defaults(run=cmd_reconcile)
@@ -841,6 +857,20 @@ def cmd_plot(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         journal.close()
     print(f"wrote {drawn.path}")
+    return 0
+
+
+def cmd_coverage(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import coverage_report
+    from healthlog.reads import Reads
+
+    journal = _journal(settings)
+    try:
+        reads = Reads.of(journal, _account_id(journal, args.account))
+        found = reads.coverage(metric=args.metric, start=args.start_from, end=args.start_to)
+    finally:
+        journal.close()
+    _emit(args, [c.as_dict() for c in found], coverage_report.text(found))
     return 0
 
 

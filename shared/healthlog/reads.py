@@ -387,16 +387,21 @@ class Reads:
         if resolution is Resolution.RAW:
             samples: list[Sample] = []
             truncated = False
-            for stored in self.journal.export_points(
+            points = self.journal.export_points(
                 account_id=self.account.id,
                 metric=metric,
                 field=info.field,
                 source=source,
                 start_from=_bound(start),
                 start_to=_bound(end),
-            ):
+            )
+            for stored in points:
                 if len(samples) >= limit:
                     truncated = True
+                    # end the stream now: its snapshot is not held until collected
+                    close = getattr(points, "close", None)
+                    if close is not None:
+                        close()
                     break
                 p = stored.point
                 t = local_text(p.start, p.utc_offset)

@@ -1,0 +1,70 @@
+"""``healthlog coverage`` for a person: a table per metric, the gaps, the late points.
+
+The numbers come from ``Reads.coverage`` (days on the phone's clock, the gap rule
+``reads.find_gaps``, late points from ``Journal.late_points``); docs/dashboard.md, "Data
+coverage", explains them. Only metric names, days and counts are printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from healthlog.reads import DAILY_SHARE, Coverage
+
+#: what to do in the app to send a range again (docs/hae-setup.md, step 4)
+RESEND = (
+    "To send a gap again: in Health Auto Export open the REST API automation, tap\n"
+    "Manual Export, choose the metrics, set the date range to the gap's first and last\n"
+    "day, and Export. Points already here are replaced by the re-sent ones, never doubled."
+)
+
+
+def span_days(coverage: Coverage) -> int:
+    """Days from the first day with data to the last, both counted (0 without data)."""
+    if coverage.first_day is None or coverage.last_day is None:
+        return 0
+    first, last = date.fromisoformat(coverage.first_day), date.fromisoformat(coverage.last_day)
+    return (last - first).days + 1
+
+
+def text(found: Sequence[Coverage], *, resend_hint: bool = True) -> str:
+    """The human report: one line per metric, then the gaps, then the late points."""
+    if not found:
+        return "no metric data (in this range)"
+    width = max(len("metric"), *(len(c.metric) for c in found))
+    lines = [
+        f"{'metric':<{width}}  {'first day':<10}  {'last day':<10}  "
+        f"{'days':>5}  {'span':>5}  {'gaps':>4}  {'late':>5}"
+    ]
+    for c in found:
+        gaps = str(len(c.gaps)) if c.daily else "-"
+        lines.append(
+            f"{c.metric:<{width}}  {c.first_day or '':<10}  {c.last_day or '':<10}  "
+            f"{len(c.days):>5}  {span_days(c):>5}  {gaps:>4}  {c.late_points:>5}"
+        )
+    lines.append(
+        "(days: days with data; span: first to last day, both counted; gaps '-': data on\n"
+        f" fewer than {DAILY_SHARE:.0%} of the span's days, so a day without data is no gap)"
+    )
+    with_gaps = [c for c in found if c.gaps]
+    if with_gaps:
+        lines += ["", "Gaps (days without data between two days with data):"]
+        for c in with_gaps:
+            for gap in c.gaps:
+                days = f"{gap.days} day" + ("" if gap.days == 1 else "s")
+                when = gap.first if gap.first == gap.last else f"{gap.first} .. {gap.last}"
+                lines.append(f"  {c.metric:<{width}}  {when:<24}  {days}")
+    late = [c for c in found if c.late]
+    if late:
+        lines += [
+            "",
+            "Late points per day (older than what an earlier delivery of the metric brought:",
+            'an export "Since Last Sync" would have missed them):',
+        ]
+        for c in late:
+            for day, count in sorted(c.late.items()):
+                lines.append(f"  {c.metric:<{width}}  {day}  {count:>6}")
+    if with_gaps and resend_hint:
+        lines += ["", RESEND]
+    return "\n".join(lines)
