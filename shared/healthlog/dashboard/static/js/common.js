@@ -161,12 +161,15 @@ const HL = (() => {
       const session = await frame();
       if (session && !session.account) {
         fail(new Error(session.choose || "no account to show"));
+        document.body.dataset.ready = "error";
         return;
       }
       try {
         await draw();
+        document.body.dataset.ready = "yes"; // drawn: what the browser tests wait for
       } catch (error) {
         fail(error);
+        document.body.dataset.ready = "error";
       }
     });
   }

@@ -32,7 +32,25 @@ HL.start(async () => {
   let drawn = false;
   let busy = 0;
 
-  function traces(s) {
+  const widths = { minute: 60e3, hour: 3600e3, day: 86400e3, week: 7 * 86400e3 };
+
+  // a bucket missing between two others breaks the line: a gap in the data shows
+  function withBreaks(s) {
+    const width = widths[s.resolution];
+    if (!width || s.kind === "cumulative") return s.samples;
+    const out = [];
+    for (const p of s.samples) {
+      const last = out[out.length - 1];
+      if (last && Date.parse(p.t) - Date.parse(last.t) > 1.5 * width) {
+        out.push({ t: last.t, value: null, min: null, max: null, count: 0, gap: true });
+      }
+      out.push(p);
+    }
+    return out;
+  }
+
+  function traces(series) {
+    const s = Object.assign({}, series, { samples: withBreaks(series) });
     const label = state.source || (s.resolution === "raw" ? null : "all sources");
     const x = s.samples.map((p) => p.t);
     const sources = s.samples.map((p) => p.source || label || "");

@@ -1,0 +1,241 @@
+"""The dashboard in a real browser: `healthlog dashboard` over a folded SQLite journal.
+
+Headless Chromium (tests/browser.py) opens every page and checks: no console error (a
+CSP violation is one), no request to any host but the dashboard's, the metric chart
+draws the folded values and re-fetches a finer resolution on zoom, the coverage
+calendar marks the gap left in the data, and with sign-in required account A's token
+shows none of account B's data while the API answers 401 without the cookie. A
+screenshot of each page is written under the test's tmp_path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+from healthlog.archive.local import LocalArchive
+from healthlog.journal.sqlite import SqliteJournal
+from healthlog.launcher import free_port
+
+from tests import browser
+from tests.dashboard_data import BOB_SOURCE, BOB_STEPS, GAP, WORKOUT_ID, Folded, fold_sample
+
+PAGES = {
+    "overview": "/",
+    "coverage": "/coverage",
+    "metrics": "/metrics",
+    "metric": "/metrics/step_count",
+    "metric-discrete": "/metrics/resting_heart_rate",
+    "sleep": "/sleep",
+    "workouts": "/workouts",
+    "workout": f"/workouts/{WORKOUT_ID}",
+    "records": "/records?section=ecg",
+    "deliveries": "/deliveries",
+}
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    why = browser.missing_browser()
+    if why is not None:
+        if browser.browser_required():
+            pytest.fail(f"the browser tests must run in CI: {why}")
+        print(f"skipping the browser tests: {why}")
+        pytest.skip(why)
+    with browser.chromium(tmp_path_factory.mktemp("chromium-profile")) as d:
+        yield d
+
+
+@dataclass
+class Site:
+    url: str
+    folded: Folded
+    folder: Path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Folded, Path]:
+    folder = tmp_path_factory.mktemp("dashboard-data")
+    journal = SqliteJournal(str(folder / "journal.db"))
+    journal.migrate()
+    folded = fold_sample(journal, LocalArchive(folder / "archive"))
+    journal.close()
+    return folded, folder
+
+
+@pytest.fixture(scope="module")
+def site(data: tuple[Folded, Path]) -> Iterator[Site]:
+    folded, folder = data
+    port = free_port()
+    with browser.dashboard(folder, port, "--account", "alice"):
+        yield Site(f"http://127.0.0.1:{port}", folded, folder)
+
+
+def visit(driver: Any, site_url: str, path: str, shots: Path | None, name: str) -> str:
+    """Open a page, wait until drawn; assert no console error and no foreign request."""
+    browser.console_errors(driver)  # drop what came before
+    browser.requests_made(driver)
+    driver.get(site_url + path)
+    ready = browser.wait_ready(driver)
+    time.sleep(0.2)  # plotly's last frame
+    errors = browser.console_errors(driver)
+    assert not errors, f"{path}: console errors {errors}"
+    own = urlsplit(site_url).netloc
+    foreign = [u for u in browser.requests_made(driver) if not _own(u, own)]
+    assert not foreign, f"{path} asked other hosts: {foreign}"
+    if shots is not None:
+        shot = shots / f"{name}.png"
+        driver.save_screenshot(str(shot))
+        print(f"screenshot of {path}: {shot}")
+    return ready
+
+
+def _own(url: str, netloc: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme in ("data", "blob", "about"):
+        return True  # never leaves the page
+    return parts.scheme == "http" and parts.netloc == netloc
+
+
+def test_every_page_loads_with_no_error_and_no_other_host(
+    driver: Any, site: Site, tmp_path: Path
+) -> None:
+    for name, path in PAGES.items():
+        assert visit(driver, site.url, path, tmp_path, name) == "yes", path
+        text = driver.find_element("id", "content").text
+        assert BOB_SOURCE not in driver.page_source, path
+        assert text, path
+    ready = visit(driver, site.url, f"/deliveries/{site.folded.failed_id}", tmp_path, "delivery")
+    assert ready == "yes"
+    assert "unreadable" in driver.find_element("id", "content").text
+    link = driver.find_element("id", "body").get_attribute("href")
+    assert requests.get(link, timeout=30).content == b'{"data": not json}'
+
+
+def test_the_metric_chart_draws_the_folded_points_and_zooms_finer(
+    driver: Any, site: Site, tmp_path: Path
+) -> None:
+    visit(driver, site.url, "/metrics/step_count", None, "")
+    traces = driver.execute_script(
+        "return document.querySelector('.js-plotly-plot').data"
+        ".map(t => ({name: t.name, type: t.type, x: t.x, y: t.y}))"
+    )
+    bars = next(t for t in traces if t["name"] == "sum")
+    assert bars["type"] == "bar"
+    assert dict(zip(bars["x"], bars["y"], strict=True)) == site.folded.steps
+    chart = driver.find_element("id", "chart")
+    assert chart.get_attribute("data-resolution") == "day"
+
+    # zoom to one day: the page re-fetches that range, at a finer resolution
+    driver.execute_script(
+        "Plotly.relayout(document.getElementById('chart'),"
+        " {'xaxis.range': ['2026-03-02 00:00', '2026-03-03 00:00']})"
+    )
+    deadline = time.monotonic() + 20
+    while chart.get_attribute("data-resolution") == "day":
+        assert time.monotonic() < deadline, "no re-fetch on zoom"
+        time.sleep(0.05)
+    assert chart.get_attribute("data-resolution") == "minute"
+    ys = driver.execute_script(
+        "return document.querySelector('.js-plotly-plot').data.find(t => t.name == 'sum').y"
+    )
+    assert sum(ys) == site.folded.steps["2026-03-02"] and len(ys) == 3
+    assert not browser.console_errors(driver)
+    driver.save_screenshot(str(tmp_path / "metric-zoomed.png"))
+    print(f"screenshot of the zoomed chart: {tmp_path / 'metric-zoomed.png'}")
+
+
+def test_a_discrete_metric_is_an_average_with_its_band(driver: Any, site: Site) -> None:
+    visit(driver, site.url, "/metrics/resting_heart_rate", None, "")
+    traces = driver.execute_script(
+        "return document.querySelector('.js-plotly-plot').data"
+        ".map(t => ({name: t.name, fill: t.fill || null, x: t.x, y: t.y}))"
+    )
+    names = [t["name"] for t in traces]
+    assert names == ["min", "min–max", "average"]
+    assert traces[1]["fill"] == "tonexty"
+    average = traces[2]
+    drawn = list(zip(average["x"], average["y"], strict=True))
+    assert {x: y for x, y in drawn if y is not None} == site.folded.resting
+    assert [y for _, y in drawn].count(None) == 1  # the line breaks once: at the gap
+
+
+def test_the_coverage_calendar_shows_the_gap(driver: Any, site: Site) -> None:
+    visit(driver, site.url, "/coverage", None, "")
+    block = driver.find_element("css selector", ".metric-block[data-metric='step_count']")
+    gap_cells = block.find_elements("css selector", ".calendar a.gap")
+    days = {c.get_attribute("data-day") for c in gap_cells}
+    expected = {(GAP[0] + timedelta(days=n)).isoformat() for n in range((GAP[1] - GAP[0]).days + 1)}
+    assert days == expected
+    assert all(c.get_attribute("data-points") == "0" for c in gap_cells)
+    full = block.find_element("css selector", ".calendar a[data-day='2026-03-02']")
+    assert int(full.get_attribute("data-points")) == 3
+    assert full.get_attribute("href").endswith("/metrics/step_count?day=2026-03-02")
+    advice = block.find_element("css selector", f"[data-gap='{GAP[0]}/{GAP[1]}']").text
+    assert "Manual Export" in advice
+    full.click()  # the cell opens the metric page for that day
+    browser.wait_ready(driver)
+    chart = driver.find_element("id", "chart")
+    assert chart.get_attribute("data-resolution") == "minute"
+    assert not browser.console_errors(driver)
+
+
+def test_an_unknown_metric_is_a_readable_404_page(driver: Any, site: Site) -> None:
+    driver.get(site.url + "/metrics/step_cuont")
+    assert "step_count" in driver.find_element("tag name", "main").text
+    assert "Traceback" not in driver.page_source
+    assert requests.get(site.url + "/metrics/step_cuont", timeout=30).status_code == 404
+    errors = browser.console_errors(driver)
+    assert all("404" in e for e in errors), errors  # the page's own status, nothing else
+
+
+def test_sign_in_shows_only_that_accounts_data(
+    driver: Any, data: tuple[Folded, Path], tmp_path: Path
+) -> None:
+    folded, folder = data
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with browser.dashboard(folder, port, "--require-sign-in"):
+        for path in ("/api/status", "/api/catalog", "/api/series?metric=step_count"):
+            reply = requests.get(url + path, timeout=30)
+            assert reply.status_code == 401 and "error" in reply.json()
+        driver.delete_all_cookies()
+        browser.console_errors(driver)  # drop what came before
+        driver.get(url + "/coverage")
+        assert urlsplit(driver.current_url).path == "/sign-in"
+        assert not browser.console_errors(driver)
+        driver.save_screenshot(str(tmp_path / "sign-in.png"))
+        driver.find_element("id", "token").send_keys(folded.alice.token)
+        driver.find_element("css selector", "form.sign-in button").click()
+        assert browser.wait_ready(driver) == "yes"
+        cookie = driver.get_cookie("healthlog_session")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        assert folded.alice.token not in cookie["value"]
+        for name, path in PAGES.items():
+            visit(driver, url, path, tmp_path, f"signed-in-{name}")
+            assert BOB_SOURCE not in driver.page_source, path
+        visit(driver, url, "/metrics/step_count?source=" + BOB_SOURCE, None, "")
+        values = driver.execute_script(
+            "return document.querySelector('.js-plotly-plot').data.flatMap(t => t.y)"
+        )
+        assert BOB_STEPS not in values
+        catalog = driver.execute_script(
+            "return fetch('/api/catalog?account=bob').then(r => r.text())"
+        )
+        assert BOB_SOURCE not in catalog and "step_count" in catalog
+        # bob's delivery is not found, even by its id
+        reply = driver.execute_script(
+            f"return fetch('/api/deliveries/{folded.bob_delivery_id}').then(r => r.status)"
+        )
+        assert reply == 404
+        driver.find_element("css selector", "form.sign-out button").click()
+        assert urlsplit(driver.current_url).path == "/sign-in"
+        status = driver.execute_script("return fetch('/api/status').then(r => r.status)")
+        assert status == 401

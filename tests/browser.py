@@ -1,0 +1,127 @@
+"""Headless Chromium through selenium, for the dashboard's tests and its docs' screenshots.
+
+Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them). The flags
+keep the browser from reaching any host of its own accord (no background networking,
+component updates, sync or QUIC), so the only requests it makes are the pages'; the
+performance log lists them all (``requests_made``) and the tests check their hosts.
+Without the browser a test skips saying why, except in CI (``CI=true`` or
+``HEALTHLOG_REQUIRE_BROWSER=1``), where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+BIN = Path(sys.executable).parent
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--window-size=1280,900",
+)
+
+
+def browser_required() -> bool:
+    return os.environ.get("CI") == "true" or os.environ.get("HEALTHLOG_REQUIRE_BROWSER") == "1"
+
+
+def missing_browser() -> str | None:
+    """Why the browser tests cannot run here (None: they can)."""
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not path.exists():
+            return f"{path} is missing (apt-get install chromium chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (the dev extra)"
+    return None
+
+
+@contextmanager
+def chromium(profile: Path) -> Iterator[Any]:
+    """A headless Chromium with a fresh profile, logging its console and its requests."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_ready(driver: Any, timeout_s: float = 30.0) -> str:
+    """Wait until the page's JS has drawn it (``body[data-ready]``); its value."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready = driver.execute_script("return document.body && document.body.dataset.ready")
+        if ready:
+            return str(ready)
+        time.sleep(0.05)
+    raise AssertionError(f"{driver.current_url} was not drawn within {timeout_s:.0f} s")
+
+
+def console_errors(driver: Any) -> list[str]:
+    """The console's errors since the last call (CSP violations and failed loads included)."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def requests_made(driver: Any) -> list[str]:
+    """Every URL the browser asked for since the last call (the performance log)."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+@contextmanager
+def dashboard(folder: Path, port: int, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``healthlog dashboard`` on 127.0.0.1:port over the journal and archive in ``folder``."""
+    from healthlog import launcher
+
+    env = launcher.clean_env(
+        {
+            "HEALTHLOG_JOURNAL_URL": f"sqlite:///{folder}/journal.db",
+            "HEALTHLOG_ARCHIVE_URL": f"file://{folder}/archive",
+            "HEALTHLOG_LOG_LEVEL": "DEBUG",
+        }
+    )
+    log = (folder / f"dashboard-{port}.log").open("wb")
+    process = subprocess.Popen(
+        [str(BIN / "healthlog"), "dashboard", "--port", str(port), *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        launcher.wait_listening(process, "127.0.0.1", port)
+        yield process
+    finally:
+        launcher.stop(process)
+        log.close()
