@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from typing import Any
 
 from healthlog import log, secrets
@@ -63,14 +64,32 @@ def lambda_margin_s(settings: Settings) -> float:
     return settings.fold_deadline_s + LAMBDA_MARGIN_S
 
 
+#: the daily schedule's input (template.yaml): reconcile instead of a pass
+RECONCILE_EVENT = {"healthlog": "reconcile"}
+#: the days of bodies a scheduled reconcile looks at (today and yesterday, UTC)
+RECONCILE_DAYS = 2
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Lambda: a scheduled tick or ingest's async wake-up; both mean "run a pass".
 
-    The event is not read: an EventBridge "Scheduled Event" and the wake-up's
-    ``{"source": "healthlog.ingest"}`` ask for the same thing, since the work is the
-    journal's pending rows. ``None`` from the service (another pass holds the journal's
-    fold lock) becomes ``{"running": true}``.
+    An EventBridge "Scheduled Event" and the wake-up's ``{"source": "healthlog.ingest"}``
+    ask for the same thing, since the work is the journal's pending rows. ``None`` from
+    the service (another pass holds the journal's fold lock) becomes
+    ``{"running": true}``. The daily schedule's ``{"healthlog": "reconcile"}`` journals
+    the bodies of the last two days that a crash left archived without a row (the
+    bucket's lifecycle rule, not this, aborts incomplete uploads).
     """
+    if isinstance(event, dict) and event.get("healthlog") == RECONCILE_EVENT["healthlog"]:
+        from healthlog import reconcile
+
+        service = _service()
+        found = reconcile.reconcile(
+            service.journal, service.archive, sweep_age_s=None, recent_days=RECONCILE_DAYS
+        )
+        log.event(logging.getLogger("healthlog.reconcile"), logging.INFO, "reconcile.done",
+                  **found.as_dict())  # fmt: skip
+        return {"reconciled": found.as_dict()}
     service = _service()
     report = service.run(
         time_left=lambda: context.get_remaining_time_in_millis() / 1000.0,

@@ -15,7 +15,9 @@ uploads) once they are older than ``SWEEP_AGE_S``: no writer alive takes that lo
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 
 from healthlog import log
 from healthlog.archive.keys import KINDS, parse_body_key
@@ -44,14 +46,28 @@ class ReconcileReport:
 
 
 def reconcile(
-    journal: Journal, archive: Archive, *, sweep_age_s: float = SWEEP_AGE_S
+    journal: Journal,
+    archive: Archive,
+    *,
+    sweep_age_s: float | None = SWEEP_AGE_S,
+    recent_days: int | None = None,
+    today: date | None = None,
 ) -> ReconcileReport:
+    """Journal the archived bodies without a row; sweep leftovers older than the age.
+
+    ``sweep_age_s`` None sweeps nothing (in AWS the bucket's lifecycle rule aborts
+    incomplete uploads, and the function's role keeps no right to). ``recent_days``
+    looks only at the bodies received on the last that many days (UTC, today included),
+    by the day in their keys: what a crash leaves is recent, and a daily run then costs
+    a day's keys, not the whole archive's.
+    """
     report = ReconcileReport()
-    report.swept = archive.sweep(sweep_age_s)
-    if report.swept:
-        log.event(logger, logging.INFO, "reconcile.swept", leftovers=report.swept)
+    if sweep_age_s is not None:
+        report.swept = archive.sweep(sweep_age_s)
+        if report.swept:
+            log.event(logger, logging.INFO, "reconcile.swept", leftovers=report.swept)
     known = {account.id for account in journal.accounts()}
-    for key in archive.keys():
+    for key in _keys(archive, known, recent_days, today):
         report.seen += 1
         parts = parse_body_key(key)
         if parts is None or parts.account_id not in known:
@@ -76,3 +92,16 @@ def reconcile(
         else:
             report.present += 1
     return report
+
+
+def _keys(
+    archive: Archive, accounts: set[str], recent_days: int | None, today: date | None
+) -> Iterator[str]:
+    if recent_days is None:
+        yield from archive.keys()
+        return
+    last = today or datetime.now(UTC).date()
+    days = [last - timedelta(days=n) for n in range(recent_days)]
+    for account_id in sorted(accounts):
+        for day in sorted(days):
+            yield from archive.keys(f"{account_id}/{day.isoformat()}/")

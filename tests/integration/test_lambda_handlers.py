@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 import yaml
-from healthlog import secrets, tokens, wiring
+from healthlog import ids, secrets, tokens, wiring
 from healthlog.config import Settings
 from healthlog.errors import ConfigError, JournalUnavailable
 from healthlog.journal.port import Journal
@@ -351,6 +351,26 @@ def test_the_wake_up_invoke_folds_a_pending_delivery(deployment: Deployment) -> 
     assert (report["selected"], report["parsed"]) == (1, 1)
     delivery = deployment.journal.get_delivery(answer["id"])
     assert delivery is not None and delivery.status is ParseStatus.PARSED
+
+
+def test_the_daily_reconcile_journals_a_recent_body_a_crash_left_without_its_row(
+    deployment: Deployment,
+) -> None:
+    """Archived, then the process died before the insert: the schedule heals it."""
+    answer = json.loads(deployment.post(function_url_event(SAMPLE.read_bytes()))["body"])
+    (key,) = deployment.objects()
+    orphan = ids.new_delivery_id(ids.now())
+    orphan_key = key.replace(answer["id"], orphan)
+    deployment.s3.put_object(Bucket=deployment.bucket, Key=orphan_key, Body=b'{"data": {}}')
+
+    result = deployment.fold.handler({"healthlog": "reconcile"}, FakeContext())
+
+    assert result == {
+        "reconciled": {"seen": 2, "journalled": 1, "present": 1, "skipped": 0, "swept": 0}
+    }
+    delivery = deployment.journal.get_delivery(orphan)
+    assert delivery is not None and delivery.status is ParseStatus.PENDING
+    assert deployment.tick()["selected"] == 2  # the tick folds it like any other
 
 
 def test_a_pass_short_of_time_stops_claiming_and_leaves_deliveries_pending(

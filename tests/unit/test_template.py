@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -143,11 +144,19 @@ def test_the_ingest_url_takes_unsigned_requests(cfn: dict[str, Any]) -> None:
     }
 
 
-def test_the_fold_is_ticked_every_minute(cfn: dict[str, Any]) -> None:
-    (rule,) = resources(cfn, "AWS::Events::Rule").values()
-    assert rule["ScheduleExpression"] == "rate(1 minute)"
-    assert rule["State"] == "ENABLED"
-    assert [t["Arn"] for t in rule["Targets"]] == [{"Fn::GetAtt": ["FoldFunction", "Arn"]}]
+def test_the_fold_is_ticked_every_minute_and_reconciles_once_a_day(cfn: dict[str, Any]) -> None:
+    rules = {r["ScheduleExpression"]: r for r in resources(cfn, "AWS::Events::Rule").values()}
+    assert set(rules) == {"rate(1 minute)", "rate(1 day)"}
+    for rule in rules.values():
+        assert rule["State"] == "ENABLED"
+        assert [t["Arn"] for t in rule["Targets"]] == [{"Fn::GetAtt": ["FoldFunction", "Arn"]}]
+    assert "Input" not in rules["rate(1 minute)"]["Targets"][0]  # a tick: a pass
+    (daily,) = rules["rate(1 day)"]["Targets"]
+    spec = importlib.util.spec_from_file_location("fold_main", ROOT / "functions/fold/main.py")
+    assert spec is not None and spec.loader is not None
+    fold = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fold)
+    assert json.loads(daily["Input"]) == fold.RECONCILE_EVENT
 
 
 def test_one_fold_runs_at_a_time_and_missed_ticks_do_not_pile_up(cfn: dict[str, Any]) -> None:

@@ -29,6 +29,8 @@ def make_player(journal: Journal, archive: Archive, settings: Settings) -> Playe
 class FoldService:
     def __init__(self, journal: Journal, archive: Archive, settings: Settings) -> None:
         self._journal = journal
+        # the stores it folds from, for the scheduled reconcile of the same function
+        self.journal, self.archive = journal, archive
         self.player = make_player(journal, archive, settings)
         self.pass_ = FoldPass(journal, self.player, page_size=settings.page_size)
         self._lock = threading.Lock()
