@@ -192,11 +192,11 @@ def daily() -> Any:
 
 
 def resend_advice(metric: str, first: str, last: str) -> str:
-    """What to do in Health Auto Export to send a range of days again."""
+    """What to do in Health Auto Export to send a gap's days again (docs/dashboard.md)."""
     return (
-        f"In Health Auto Export, run a manual export of {metric} from {first} to {last} "
-        "(Automations → this automation → Manual Export, or Export with that date range) "
-        "to the same URL; the days then fill in after the next fold."
+        f"To fill it: in Health Auto Export open the REST API automation, tap Manual Export, "
+        f"choose {metric}, set the date range from {first} to {last}, and Export. The re-sent "
+        "points replace those stored (nothing is counted twice) and show here after the next fold."
     )
 
 
