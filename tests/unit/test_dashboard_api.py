@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -360,3 +361,50 @@ def test_no_log_line_carries_a_value_a_source_or_a_token(
     for secret in (data.alice.token, "hl_not_a_token", ALICE_SOURCE, WORKOUT_ID, "step_count"):
         assert secret not in text
     assert any(getattr(r, "route", None) == "/api/series" for r in caplog.records)
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def _run_dashboard(monkeypatch: pytest.MonkeyPatch, where: Path, *args: str) -> dict[str, Any]:
+    from healthlog import cli
+    from healthlog.dashboard import server
+
+    seen: dict[str, Any] = {}
+
+    def fake_serve(app: Flask, host: str, port: int, on_ready: Any = None) -> int:
+        seen.update(options=app.extensions["healthlog"]["options"], host=host, port=port)
+        return 0
+
+    monkeypatch.setattr(server, "serve", fake_serve)
+    monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{where}/journal.db")
+    monkeypatch.setenv("HEALTHLOG_ARCHIVE_URL", f"file://{where}/archive")
+    seen["code"] = cli.main(["dashboard", *args])
+    return seen
+
+
+def test_healthlog_dashboard_binds_loopback_and_signs_in_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, folded: tuple[Folded, Path]
+) -> None:
+    where = folded[1]
+    local = _run_dashboard(monkeypatch, where)
+    assert (local["code"], local["host"], local["port"]) == (0, "127.0.0.1", 8082)
+    assert local["options"] == DashboardOptions()
+    wide = _run_dashboard(monkeypatch, where, "--host", "0.0.0.0", "--port", "9999")
+    assert wide["options"].require_sign_in and wide["port"] == 9999
+    told = _run_dashboard(monkeypatch, where, "--require-sign-in", "--account", "alice")
+    assert told["options"] == DashboardOptions("alice", True, False)
+    assert _run_dashboard(monkeypatch, where, "--account", "carol")["code"] == 2
+
+
+def test_serve_takes_the_dashboard_flags() -> None:
+    from healthlog import cli
+
+    args = cli.build_parser().parse_args(["serve"])
+    assert (args.dashboard_port, args.dashboard_host, args.no_dashboard) == (
+        8082,
+        "127.0.0.1",
+        False,
+    )
+    args = cli.build_parser().parse_args(["serve", "--no-dashboard", "--dashboard-port", "9"])
+    assert args.no_dashboard and args.dashboard_port == 9
