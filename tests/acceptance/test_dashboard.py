@@ -239,3 +239,34 @@ def test_sign_in_shows_only_that_accounts_data(
         assert urlsplit(driver.current_url).path == "/sign-in"
         status = driver.execute_script("return fetch('/api/status').then(r => r.status)")
         assert status == 401
+
+
+def test_with_several_accounts_the_selector_chooses_one(
+    driver: Any, data: tuple[Folded, Path]
+) -> None:
+    folder = data[1]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with browser.dashboard(folder, port):
+        browser.console_errors(driver)
+        driver.get(url + "/metrics/step_count")
+        assert browser.wait_ready(driver) == "error"
+        assert "several accounts" in driver.find_element("id", "message").text
+        errors = browser.console_errors(driver)
+        assert all("400" in e for e in errors), errors  # the API's "choose one"
+        select = driver.find_element("id", "account-select")
+        driver.execute_script(
+            "arguments[0].value = 'bob'; arguments[0].dispatchEvent(new Event('change'))", select
+        )
+        deadline = time.monotonic() + 20
+        while "account=bob" not in driver.current_url:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert browser.wait_ready(driver) == "yes"
+        values = driver.execute_script(
+            "return document.querySelector('.js-plotly-plot').data.flatMap(t => t.y)"
+        )
+        assert values == [BOB_STEPS]
+        nav = driver.find_element("css selector", "header nav a[data-nav='coverage']")
+        assert nav.get_attribute("href").endswith("/coverage?account=bob")
+        assert not browser.console_errors(driver)

@@ -408,3 +408,16 @@ def test_serve_takes_the_dashboard_flags() -> None:
     )
     args = cli.build_parser().parse_args(["serve", "--no-dashboard", "--dashboard-port", "9"])
     assert args.no_dashboard and args.dashboard_port == 9
+
+
+def test_without_sign_in_only_loopback_names_are_served(folded: tuple[Folded, Path]) -> None:
+    """A page elsewhere cannot read it through a name pointed at 127.0.0.1 (DNS rebinding)."""
+    client = make_app(folded[1], account_name="alice").test_client()
+    for host in ("127.0.0.1:8082", "localhost:8082", "[::1]:8082", "localhost"):
+        assert client.get("/api/status", headers={"Host": host}).status_code == 200, host
+    for host in ("evil.example:8082", "evil.example", "192.168.1.5:8082"):
+        reply = client.get("/api/status", headers={"Host": host})
+        assert reply.status_code == 421, host
+        assert reply.headers["Content-Security-Policy"] == CSP
+    signed = make_app(folded[1], require_sign_in=True).test_client()
+    assert signed.get("/api/status", headers={"Host": "dash.example"}).status_code == 401

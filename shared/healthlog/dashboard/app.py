@@ -78,8 +78,14 @@ def create_app(
     signer = URLSafeTimedSerializer(secrets.token_bytes(32), salt="healthlog-dashboard")
 
     @app.before_request
-    def _started() -> None:
+    def _started() -> Any:
         g.started = time.monotonic()
+        # without sign-in the dashboard trusts whoever reaches 127.0.0.1; a web page the
+        # browser is showing could reach it too through a name it points at 127.0.0.1
+        # (DNS rebinding), so only requests addressed to a loopback name are served
+        if not options.require_sign_in and _hostname(request.host) not in LOOPBACK_NAMES:
+            return _error(421, "this dashboard answers only at 127.0.0.1, localhost or [::1]")
+        return None
 
     @app.after_request
     def _headers(response: Response) -> Response:
@@ -294,6 +300,16 @@ def create_app(
 
     app.register_blueprint(api)
     return app
+
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _hostname(host: str) -> str:
+    """The name in a Host header, without its port (``[::1]:8082`` -> ``::1``)."""
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
 _PLOTLY: list[bytes] = []
