@@ -330,6 +330,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         if options.dashboard_port is not None:
             if dashboard["started"]:
                 print(f"the dashboard (read-only) is at    {_dashboard_url(options)}")
+                if options.dashboard_host not in ("127.0.0.1", "::1", "localhost"):
+                    print("  (it asks for an account's token and shows only that account)")
             else:
                 print(
                     f"the dashboard did not start (port {options.dashboard_port} taken?); "
