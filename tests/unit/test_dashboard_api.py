@@ -178,7 +178,11 @@ def test_deliveries_one_delivery_and_its_body(
     assert [d["id"] for d in failed] == [folded[0].failed_id]  # type: ignore[union-attr]
     get(alice, "/api/deliveries?status=odd", 400)
     get(alice, "/api/deliveries?limit=0", 400)
+    by_id = {d["id"]: d for d in rows}
+    assert sum(d["records"] for d in rows) == 6  # a workout, an ECG, 2 symptoms, 2 moods
+    assert by_id[folded[0].delivery_ids[2]]["records"] == 1  # the workout's delivery
     one = get(alice, f"/api/deliveries/{folded[0].failed_id}")
+    assert one["records"] == 0
     assert one["failure"] == "unreadable" and one["status"] == "failed"
     assert isinstance(one["headers"], dict)
     body = alice.get(str(one["body_url"]))

@@ -313,7 +313,15 @@ def records(section: str) -> Any:
 # --- deliveries -------------------------------------------------------------------------------
 
 
-def delivery_dict(d: Delivery, *, full: bool = False) -> dict[str, Any]:
+def records_held(r: reads.Reads) -> Counter[str]:
+    """Per delivery, the records whose row its layer holds now (the newest that sent it)."""
+    return Counter(
+        stored.delivery_id
+        for stored in r.journal.export_records(account_id=r.account.id, with_items=False)
+    )
+
+
+def delivery_dict(d: Delivery, records: int, *, full: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": d.id,
         "received_at": d.received_at.isoformat(),
@@ -321,6 +329,7 @@ def delivery_dict(d: Delivery, *, full: bool = False) -> dict[str, Any]:
         "size": d.size,
         "content_type": d.content_type,
         "points": d.points,
+        "records": records,
         "uncovered": list(d.uncovered),
         "failure": d.failure,
     }
@@ -349,13 +358,16 @@ def deliveries() -> Any:
     rows = r.journal.deliveries(
         status=chosen, account_id=r.account.id, limit=limit, newest_first=True
     )
-    return {"deliveries": [delivery_dict(d) for d in rows]}
+    held = records_held(r)
+    return {"deliveries": [delivery_dict(d, held[d.id]) for d in rows]}
 
 
 @api.get("/deliveries/<delivery_id>")
 def delivery(delivery_id: str) -> Any:
     """One delivery: headers as stored, outcome, failure class, uncovered keys, points."""
-    return delivery_dict(_reads().delivery(delivery_id), full=True)
+    r = _reads()
+    found = r.delivery(delivery_id)
+    return delivery_dict(found, records_held(r)[found.id], full=True)
 
 
 _EXTENSIONS = {"application/json": "json", "text/csv": "csv"}

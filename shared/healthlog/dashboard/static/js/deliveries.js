@@ -14,9 +14,9 @@ HL.start(async () => {
   });
   HL.content(el("div", { class: "controls" }, el("label", {}, "status ", filter),
     el("span", { class: "advice", text: `${deliveries.length} shown, newest first` })),
-    deliveries.length ? HL.table(["received", "status", "size", "points", "uncovered keys", "failure", ""],
+    deliveries.length ? HL.table(["received", "status", "size", "points", "records", "uncovered keys", "failure", ""],
       deliveries.map((d) => [HL.when(d.received_at), HL.status(d.status), HL.bytes(d.size),
-        HL.number(d.points, 0), d.uncovered.join(", ") || "–", d.failure || "–",
-        el("a", { href: HL.link("/deliveries/" + encodeURIComponent(d.id)), text: "details" })]), [2, 3])
+        HL.number(d.points, 0), HL.number(d.records, 0), d.uncovered.join(", ") || "–", d.failure || "–",
+        el("a", { href: HL.link("/deliveries/" + encodeURIComponent(d.id)), text: "details" })]), [2, 3, 4])
       : el("p", { text: "No deliveries." }));
 });

@@ -6,7 +6,9 @@ HL.start(async () => {
   document.getElementById("title").textContent = "Delivery " + d.id;
   const rows = [["received", HL.when(d.received_at)], ["status", HL.status(d.status)],
     ["failure class", d.failure || "–"], ["uncovered keys", d.uncovered.join(", ") || "–"],
-    ["points folded", HL.number(d.points, 0)], ["folded at", HL.when(d.folded_at)],
+    ["points folded", HL.number(d.points, 0)],
+    ["records it holds", HL.number(d.records, 0) + " (those no newer delivery sent again)"],
+    ["folded at", HL.when(d.folded_at)],
     ["fold attempts in flight", String(d.attempts)], ["size", HL.bytes(d.size) + ` (${d.size} bytes)`],
     ["content type", d.content_type], ["archive key", d.archive_key]];
   const headers = Object.entries(d.headers);
