@@ -887,7 +887,8 @@ def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
         args,
         data,
         f"archived bodies: {data['seen']}; journalled now: {data['journalled']}; "
-        f"already journalled: {data['present']}; skipped: {data['skipped']}",
+        f"already journalled: {data['present']}; skipped: {data['skipped']}; "
+        f"leftovers of interrupted writes removed: {data['swept']}",
     )
     return 0
 

@@ -534,12 +534,6 @@ def test_late_points_are_those_older_than_what_an_earlier_delivery_brought(
     assert cov.late == {"2026-03-01": 1, "2026-03-02": 2}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Journal.late_points takes an earlier delivery's newest start from the points it "
-    "still holds, not from what it brought: a later delivery that re-sends that newest point "
-    "(every overlapping window, HAE's Default period) hides it, and its late points with it",
-)
 def test_a_late_point_in_a_window_that_resends_the_newest_point_is_late(
     send: Deliveries, read: Reads
 ) -> None:
@@ -547,7 +541,7 @@ def test_a_late_point_in_a_window_that_resends_the_newest_point_is_late(
     # the next window re-sends the 3rd and brings a point of the 2nd written since
     send.send(days_of({"2026-03-02": 1, "2026-03-03": 1}))
     (cov,) = read.coverage()
-    assert cov.late == {"2026-03-02": 1}  # the port's rule; the query finds none
+    assert cov.late == {"2026-03-02": 1}  # against what the first brought, not holds
 
 
 @pytest.mark.parametrize(

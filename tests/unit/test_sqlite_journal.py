@@ -424,3 +424,31 @@ def test_an_abandoned_export_gives_its_connection_back(
     other = SqliteJournal(journal.path, busy_timeout_ms=0, retries=0)
     assert other.insert_delivery(new_delivery(account, T0 + timedelta(days=1))) is True
     other.close()
+
+
+def test_migration_0006_fills_the_extents_of_deliveries_folded_before_it(
+    tmp_path: Path,
+) -> None:
+    """What the layers hold is the best there is of what older deliveries brought."""
+    path = str(tmp_path / "j.db")
+    journal = SqliteJournal(path)
+    journal.migrate(target=5)
+    with raw(path) as conn:  # points a delivery folded at version 5 left
+        conn.executemany(
+            "INSERT INTO points (account_id, metric, field, source, start, unit,"
+            " layer_received_at, layer_id) VALUES ('a', 'm', 'qty', 's', ?, 'u', 'r', 'd1')",
+            [(f"2026-01-0{day}T00:00:00.000000Z",) for day in (3, 1, 2)],
+        )
+        conn.commit()
+    journal.migrate()
+
+    with raw(path) as conn:
+        rows = conn.execute(
+            "SELECT delivery_id, metric, account_id, received_at, first_start, last_start,"
+            " points FROM delivery_extents"
+        ).fetchall()
+    journal.close()
+
+    assert rows == [
+        ("d1", "m", "a", "r", "2026-01-01T00:00:00.000000Z", "2026-01-03T00:00:00.000000Z", 3)
+    ]

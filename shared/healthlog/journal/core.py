@@ -14,12 +14,14 @@ after a short, jittered, doubling pause, ``retries`` more times, and then
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, TypeVar
 
 import orjson
@@ -86,6 +88,8 @@ STATEMENTS = (
     "point_buckets",
     "metric_days",
     "late_points",
+    "delete_extents",
+    "insert_extent",
     *(f"bucket_{bucket}" for bucket in BUCKETS),
     *rows.FINGERPRINT_STATEMENTS,
 )
@@ -95,6 +99,20 @@ STATEMENTS = (
 #: a body with a million unknown keys must not make a row (and ``status``) of megabytes
 MAX_KEYS = 100
 KEY_CHARS = 200
+
+
+def extents(points: Sequence[Point]) -> dict[str, tuple[str, str, int]]:
+    """Per metric, the first and last start of ``points`` and how many there are."""
+    found: dict[str, tuple[str, str, int]] = {}
+    # the parser yields a metric's points together: a run at a time, at C speed
+    for metric, run in itertools.groupby(points, key=attrgetter("metric")):
+        starts = [p.start for p in run]
+        first, last, count = min(starts), max(starts), len(starts)
+        if metric in found:
+            was = found[metric]
+            first, last, count = min(first, was[0]), max(last, was[1]), count + was[2]
+        found[metric] = (first, last, count)
+    return found
 
 
 def bounded_keys(keys: Sequence[str]) -> list[str]:
@@ -319,6 +337,20 @@ class SqlJournal:
             account_id, received_at = won[0]
             layer = Layer(account_id, received_at, delivery_id)
             self._driver.write_showcase(conn, layer, points, records)
+            conn.execute(sql["delete_extents"], {"delivery_id": delivery_id})
+            for metric, (first, last, count) in extents(points).items():
+                conn.execute(
+                    sql["insert_extent"],
+                    {
+                        "delivery_id": delivery_id,
+                        "metric": metric,
+                        "account_id": account_id,
+                        "received_at": received_at,
+                        "first_start": first,
+                        "last_start": last,
+                        "points": count,
+                    },
+                )
 
         self._write(work)
 

@@ -226,29 +226,34 @@ ORDER BY metric, day
 
 -- late_points --
 -- Per metric and local day, the points older than the newest start that the earlier
--- deliveries (layers) of that metric brought. The bar of each layer is a window over
--- the layers before it, in (received_at, id) order.
-WITH layers AS (
-    SELECT metric, layer_received_at, layer_id, max(start) AS newest
-    FROM points
-    WHERE account_id = :account_id /*of*/
-    GROUP BY metric, layer_received_at, layer_id
-), bars AS (
-    SELECT metric, layer_received_at, layer_id,
-           max(newest) OVER (
-               PARTITION BY metric ORDER BY layer_received_at, layer_id
+-- deliveries of that metric brought (delivery_extents): the bar of each delivery is a
+-- window over the deliveries before it, in (received_at, id) order.
+WITH bars AS (
+    SELECT delivery_id, metric,
+           max(last_start) OVER (
+               PARTITION BY metric ORDER BY received_at, delivery_id
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
            ) AS bar
-    FROM layers
+    FROM delivery_extents
+    WHERE account_id = :account_id /*of*/
 )
 SELECT p.metric, /*day!*/ AS day, count(*)
 FROM points AS p
-JOIN bars AS b
-  ON b.metric = p.metric AND b.layer_received_at = p.layer_received_at
- AND b.layer_id = p.layer_id
+JOIN bars AS b ON b.metric = p.metric AND b.delivery_id = p.layer_id
 WHERE p.account_id = :account_id AND p.start < b.bar /*and*/
 GROUP BY p.metric, day
 ORDER BY p.metric, day
+
+-- delete_extents --
+-- What a delivery brought, forgotten before its outcome is written again.
+DELETE FROM delivery_extents WHERE delivery_id = :delivery_id
+
+-- insert_extent --
+-- What a delivery brought of one metric: first and last start, and how many points.
+INSERT INTO delivery_extents (delivery_id, metric, account_id, received_at, first_start,
+                              last_start, points)
+VALUES (:delivery_id, :metric, :account_id, :received_at, :first_start,
+        :last_start, :points)
 
 -- bucket_minute --
 -- The minute of a point on the phone's clock (an expression for a bucket slot).
