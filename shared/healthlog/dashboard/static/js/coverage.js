@@ -24,10 +24,17 @@ HL.start(async () => {
     const first = Date.parse(m.first_day);
     const last = Date.parse(m.last_day);
     const cells = [];
+    const months = [];
     const weekday = (new Date(first).getUTCDay() + 6) % 7; // Monday first
     for (let i = 0; i < weekday; i++) cells.push(el("span", { class: "pad" }));
     for (let t = first; t <= last; t += day) {
       const d = iso(t);
+      const column = Math.floor(cells.length / 7);
+      if (t === first || d.endsWith("-01")) {
+        const label = el("span", { text: new Date(t).toLocaleString("en", { month: "short", year: "numeric", timeZone: "UTC" }) });
+        label.style.left = column * 16 + "px"; // a column is 13 px and a 3 px gap
+        months.push(label);
+      }
       const n = m.days[d] || 0;
       const late = m.late[d] || 0;
       const level = n ? 1 + Math.min(3, Math.floor((4 * n) / (peak + 1))) : 0;
@@ -47,7 +54,10 @@ HL.start(async () => {
         `${m.days_with_data} days with data, ${m.first_day} to ${m.last_day}` +
         (m.daily ? "" : " (not daily: days without data are not gaps)") +
         (m.late_points ? `; ${m.late_points} late samples` : "") }),
-      el("div", { class: "calendar" }, cells));
+      el("div", { class: "months" }, months),
+      el("div", { class: "calendar-row" },
+        el("div", { class: "weekdays" }, ["Mon", "", "Wed", "", "Fri", "", "Sun"].map((w) => el("span", { text: w }))),
+        el("div", { class: "calendar" }, cells)));
     if (m.gaps.length) {
       block.append(el("h3", { text: "Gaps" }), el("ul", { class: "gaps" }, m.gaps.map((g) =>
         el("li", { "data-gap": g.first + "/" + g.last },
