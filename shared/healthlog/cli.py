@@ -28,6 +28,7 @@ from healthlog.errors import (
 )
 from healthlog.journal.port import Journal, StoredPoint
 from healthlog.model import Account, Delivery, ParseStatus
+from healthlog.terminal import shown
 
 STATUSES = [s.value for s in ParseStatus]
 
@@ -427,7 +428,7 @@ def cmd_account_list(args: argparse.Namespace, settings: Settings) -> int:
     accounts = journal.accounts()
     journal.close()
     data = [{"id": a.id, "name": a.name, "created_at": a.created_at.isoformat()} for a in accounts]
-    _emit(args, data, "\n".join(f"{a.name}\t{a.id}" for a in accounts) or "no accounts")
+    _emit(args, data, "\n".join(f"{shown(a.name)}\t{a.id}" for a in accounts) or "no accounts")
     return 0
 
 
@@ -657,11 +658,12 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     if summary.records:
         lines.append(
             "records in the showcase: "
-            + ", ".join(f"{section} {n}" for section, n in sorted(summary.records.items()))
+            + ", ".join(f"{shown(section)} {n}" for section, n in sorted(summary.records.items()))
         )
     if summary.uncovered:
         lines.append(
-            "uncovered keys: " + ", ".join(f"{k} ({n})" for k, n in summary.uncovered.items())
+            "uncovered keys: "
+            + ", ".join(f"{shown(k)} ({n})" for k, n in summary.uncovered.items())
         )
     _emit(args, data, "\n".join(lines))
     return 0
@@ -693,7 +695,8 @@ def cmd_deliveries(args: argparse.Namespace, settings: Settings) -> int:
     data = [_delivery_dict(d) for d in rows]
     text = "\n".join(
         f"{d.received_at.isoformat()}  {d.id}  {d.status.value:<8} {d.size:>10} B  "
-        f"{d.points:>7} pts  {','.join(d.uncovered)}{'  ' + d.failure if d.failure else ''}"
+        f"{d.points:>7} pts  {shown(','.join(d.uncovered))}"
+        f"{'  ' + d.failure if d.failure else ''}"
         for d in rows
     )
     _emit(args, data, text or "no deliveries")

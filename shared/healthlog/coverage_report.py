@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import date
 
 from healthlog.reads import DAILY_SHARE, Coverage
+from healthlog.terminal import shown
 
 #: what to do in the app to send a range again (docs/hae-setup.md, step 4)
 RESEND = (
@@ -32,7 +33,7 @@ def text(found: Sequence[Coverage], *, resend_hint: bool = True) -> str:
     """The human report: one line per metric, then the gaps, then the late points."""
     if not found:
         return "no metric data (in this range)"
-    width = max(len("metric"), *(len(c.metric) for c in found))
+    width = max(len("metric"), *(len(shown(c.metric)) for c in found))
     lines = [
         f"{'metric':<{width}}  {'first day':<10}  {'last day':<10}  "
         f"{'days':>5}  {'span':>5}  {'gaps':>4}  {'late':>5}"
@@ -40,7 +41,7 @@ def text(found: Sequence[Coverage], *, resend_hint: bool = True) -> str:
     for c in found:
         gaps = str(len(c.gaps)) if c.daily else "-"
         lines.append(
-            f"{c.metric:<{width}}  {c.first_day or '':<10}  {c.last_day or '':<10}  "
+            f"{shown(c.metric):<{width}}  {c.first_day or '':<10}  {c.last_day or '':<10}  "
             f"{len(c.days):>5}  {span_days(c):>5}  {gaps:>4}  {c.late_points:>5}"
         )
     lines.append(
@@ -54,7 +55,7 @@ def text(found: Sequence[Coverage], *, resend_hint: bool = True) -> str:
             for gap in c.gaps:
                 days = f"{gap.days} day" + ("" if gap.days == 1 else "s")
                 when = gap.first if gap.first == gap.last else f"{gap.first} .. {gap.last}"
-                lines.append(f"  {c.metric:<{width}}  {when:<24}  {days}")
+                lines.append(f"  {shown(c.metric):<{width}}  {when:<24}  {days}")
     late = [c for c in found if c.late]
     if late:
         lines += [
@@ -64,7 +65,7 @@ def text(found: Sequence[Coverage], *, resend_hint: bool = True) -> str:
         ]
         for c in late:
             for day, count in sorted(c.late.items()):
-                lines.append(f"  {c.metric:<{width}}  {day}  {count:>6}")
+                lines.append(f"  {shown(c.metric):<{width}}  {day}  {count:>6}")
     if with_gaps and resend_hint:
         lines += ["", RESEND]
     return "\n".join(lines)

@@ -313,3 +313,20 @@ def test_an_account_lookup_that_finds_nothing_raises_account_not_found(env: Path
         cli._account_id(journal, cli._Token("hl_not-a-real-token"))
     assert "hl_" not in str(raised.value)
     journal.close()
+
+
+def test_text_from_a_body_is_printed_with_its_control_characters_escaped(
+    env: Path, capsys: Any
+) -> None:
+    """A section name that would retitle the window and clear the screen."""
+    hostile = "\x1b]0;owned\x07\x1b[2J\u202e"
+    phone = phone_for(env)
+    phone.send(json.dumps({"data": {"metrics": [], hostile: [{"a": 1}]}}).encode())
+    assert cli.main(["fold"]) == 0
+    capsys.readouterr()
+
+    for command in ("status", "deliveries"):
+        out = run(capsys, command)
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, command
+        assert "\\x1b]0;owned\\x07\\x1b[2J\\u202e" in out, command
+    assert run(capsys, "status", "--json")["uncovered"] == {hostile: 1}  # data kept as sent
