@@ -26,6 +26,7 @@ from healthlog.errors import (
     HealthlogError,
     TokenTaken,
 )
+from healthlog.fold.classify import CRASHED
 from healthlog.journal.port import Journal, StoredPoint
 from healthlog.model import Account, Delivery, ParseStatus
 from healthlog.terminal import shown
@@ -151,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="every delivery")
     which.add_argument("--status", choices=STATUSES)
     which.add_argument("--uncovered", metavar="KEY", help="deliveries with this uncovered key")
+    which.add_argument(
+        "--failure", metavar="CLASS", help="failed deliveries of this class (crashed, deadline...)"
+    )
     p.add_argument("--dry-run", action="store_true", help="parse and report, write nothing")
     _account_flag(p)
     _json_flag(p)
@@ -647,6 +651,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         "uncovered": summary.uncovered,
         "points": summary.points,
         "records": summary.records,
+        "failures": summary.failures,
     }
     lines = [
         "deliveries: " + ", ".join(f"{k} {v}" for k, v in summary.counts.items()),
@@ -659,6 +664,16 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         lines.append(
             "records in the showcase: "
             + ", ".join(f"{shown(section)} {n}" for section, n in sorted(summary.records.items()))
+        )
+    if summary.failures:
+        lines.append(
+            "failed by class: "
+            + ", ".join(f"{shown(k or '-')} {n}" for k, n in sorted(summary.failures.items()))
+        )
+    if summary.failures.get(CRASHED):
+        lines.append(
+            f"  {summary.failures[CRASHED]} crashed: their folds killed the process, their last"
+            " try alone too; after a fix, re-fold them: healthlog replay --failure crashed"
         )
     if summary.uncovered:
         lines.append(
@@ -720,6 +735,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
             status=ParseStatus(args.status) if args.status else None,
             uncovered_key=args.uncovered,
             account_id=_account_id(journal, args.account),
+            failure=args.failure,
             dry_run=args.dry_run,
         )
     journal.close()

@@ -1000,3 +1000,21 @@ def test_a_delivery_keeps_a_bounded_list_of_uncovered_keys_and_counts_the_rest(
     assert stored.uncovered[:2] == ("k" * 199 + "\u2026", "unknown00000")
     assert stored.uncovered[-1] == "(+9901 more)"
     assert len(journal.summary().uncovered) == 101
+
+
+def test_summary_counts_the_failed_deliveries_per_failure_class(
+    seed: Seed, journal: Journal
+) -> None:
+    alice, bob = seed.account("alice"), seed.account("bob")
+    for account, failure in [(alice, "crashed"), (alice, "crashed"), (alice, "deadline"),
+                             (bob, "crashed")]:  # fmt: skip
+        delivery = seed.delivery(account)
+        journal.write_outcome(
+            delivery.id, expected=PENDING, status=FAILED, uncovered=(), failure=failure,
+            points=(),
+        )  # fmt: skip
+    seed.fold(seed.delivery(alice), [point()])
+
+    assert journal.summary().failures == {"crashed": 3, "deadline": 1}
+    assert journal.summary(alice.id).failures == {"crashed": 2, "deadline": 1}
+    assert journal.summary(seed.account("carol").id).failures == {}

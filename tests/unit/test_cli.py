@@ -15,6 +15,7 @@ from healthlog import cli, tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.errors import AccountNameTaken, AccountNotFound, TokenTaken
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.model import ParseStatus
 
 from tests.conftest import Phone, metrics_body
 
@@ -330,3 +331,26 @@ def test_text_from_a_body_is_printed_with_its_control_characters_escaped(
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, command
         assert "\\x1b]0;owned\\x07\\x1b[2J\\u202e" in out, command
     assert run(capsys, "status", "--json")["uncovered"] == {hostile: 1}  # data kept as sent
+
+
+def test_status_names_the_crashed_deliveries_and_replay_refolds_that_class_alone(
+    env: Path, capsys: Any
+) -> None:
+    phone = phone_for(env)
+    crashed, slow = phone.send(metrics_body(STEPS)), phone.send(metrics_body(STEPS))
+    for delivery, failure in ((crashed, "crashed"), (slow, "deadline")):
+        phone.journal.write_outcome(
+            delivery, expected=ParseStatus.PENDING, status=ParseStatus.FAILED, uncovered=(),
+            failure=failure, points=(),
+        )  # fmt: skip
+
+    out = run(capsys, "status")
+    assert "failed by class: crashed 1, deadline 1" in out
+    assert "healthlog replay --failure crashed" in out
+    assert run(capsys, "status", "--json")["failures"] == {"crashed": 1, "deadline": 1}
+
+    report = run(capsys, "replay", "--failure", "crashed", "--json")
+
+    assert (report["selected"], report["parsed"]) == (1, 1)
+    statuses = {d["id"]: d["status"] for d in run(capsys, "deliveries", "--json")}
+    assert statuses == {crashed: "parsed", slow: "failed"}

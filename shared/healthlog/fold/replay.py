@@ -34,16 +34,22 @@ def replay(
     status: ParseStatus | None = None,
     uncovered_key: str | None = None,
     account_id: str | None = None,
+    failure: str | None = None,
     dry_run: bool = False,
 ) -> ReplayReport:
     """Re-fold every matching delivery in (received_at, id) order.
 
+    ``failure`` picks the failed deliveries of one class (``crashed``, ``deadline``...).
     A dry run reads and parses each body and reports what the outcomes would be,
     writing nothing.
     """
+    if failure is not None:
+        status = ParseStatus.FAILED
     report = ReplayReport(dry_run=dry_run)
     before = None if dry_run else journal.fingerprint(account_id)
     chosen = journal.deliveries(status=status, uncovered_key=uncovered_key, account_id=account_id)
+    if failure is not None:
+        chosen = [d for d in chosen if d.failure == failure]
     for delivery in chosen:
         outcome = player.play(delivery.id, dry_run=dry_run)
         report.tally.add(outcome)

@@ -76,6 +76,7 @@ STATEMENTS = (
     "has_uncovered",
     "summary_pending",
     "summary_settled",
+    "summary_failures",
     "summary_last",
     "summary_uncovered",
     "summary_points",
@@ -388,6 +389,7 @@ class SqlJournal:
             for name in (
                 "summary_pending",
                 "summary_settled",
+                "summary_failures",
                 "summary_last",
                 "summary_uncovered",
                 "summary_points",
@@ -408,6 +410,7 @@ class SqlJournal:
                 uncovered=dict(conn.execute(sql["summary_uncovered"], params).fetchall()),
                 points=conn.execute(sql["summary_points"], params).fetchone()[0],
                 records=dict(conn.execute(sql["summary_records"], params).fetchall()),
+                failures=dict(conn.execute(sql["summary_failures"], params).fetchall()),
             )
 
         # one snapshot for every count of the report

@@ -95,6 +95,7 @@ class Summary:
     uncovered: dict[str, int]  # uncovered key -> number of deliveries carrying it
     points: int  # rows in the showcase
     records: dict[str, int] = field(default_factory=dict)  # section -> records stored
+    failures: dict[str, int] = field(default_factory=dict)  # failure class -> failed
 
     @property
     def backlog(self) -> int:

@@ -145,6 +145,10 @@ FROM deliveries WHERE status = 'pending' /*and*/
 -- The folded deliveries per status.
 SELECT status, count(*) FROM deliveries WHERE status <> 'pending' /*and*/ GROUP BY status
 
+-- summary_failures --
+-- The failed deliveries per failure class.
+SELECT failure, count(*) FROM deliveries WHERE status = 'failed' /*and*/ GROUP BY failure
+
 -- summary_last --
 -- When the last delivery arrived.
 SELECT to_char(max(received_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')

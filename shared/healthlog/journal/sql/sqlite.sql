@@ -119,6 +119,10 @@ SELECT count(*), min(received_at) FROM deliveries WHERE status = 'pending' /*and
 -- The folded deliveries per status.
 SELECT status, count(*) FROM deliveries WHERE status <> 'pending' /*and*/ GROUP BY status
 
+-- summary_failures --
+-- The failed deliveries per failure class.
+SELECT failure, count(*) FROM deliveries WHERE status = 'failed' /*and*/ GROUP BY failure
+
 -- summary_last --
 -- When the last delivery arrived.
 SELECT max(received_at) FROM deliveries WHERE true /*and*/
