@@ -165,6 +165,7 @@ def test_an_embedded_install_moved_to_the_cloud_folds_to_the_same_showcase(
             "journalled": len(expected),
             "present": 0,
             "skipped": 0,
+            "swept": 0,  # the half-written temporary file stayed on the laptop
         }
 
         # 4. the cloud's fold function, on its next tick
