@@ -1018,3 +1018,22 @@ def test_summary_counts_the_failed_deliveries_per_failure_class(
     assert journal.summary().failures == {"crashed": 3, "deadline": 1}
     assert journal.summary(alice.id).failures == {"crashed": 2, "deadline": 1}
     assert journal.summary(seed.account("carol").id).failures == {}
+
+
+def test_the_catalog_counts_what_deliveries_brought_and_a_refold_does_not_count_again(
+    seed: Seed, journal: Journal
+) -> None:
+    account = seed.account()
+    first, second = seed.delivery(account), seed.delivery(account)
+    seed.fold(first, [point("2026-01-01T00:00:00.000000Z"), point("2026-01-02T00:00:00.000000Z")])
+    seed.fold(second, [point("2026-01-02T00:00:00.000000Z")])  # the same point again
+
+    def counted() -> list[tuple[str, int, str, str]]:
+        return [(e.metric, e.points, e.first, e.last) for e in journal.catalog(account.id)]
+
+    assert counted() == [
+        ("step_count", 3, "2026-01-01T00:00:00.000000Z", "2026-01-02T00:00:00.000000Z")
+    ]
+    assert journal.summary(account.id).points == 2  # what the showcase holds
+    seed.fold(second, [point("2026-01-02T00:00:00.000000Z")], expected=PARSED)  # a replay
+    assert counted()[0][1] == 3

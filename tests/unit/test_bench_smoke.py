@@ -100,3 +100,17 @@ def test_pending_benchmark_reports_the_lookup_at_both_sizes() -> None:
     assert_positive(report, "ratio_large_to_small", "ratio_large_to_small_mid_cursor")
     # the lookup goes through an index, not a scan of the table
     assert "SEARCH" in report["query_plan"]
+
+
+def test_dashboard_benchmark_times_every_read_a_page_makes_against_a_scan_floor() -> None:
+    report = run_quick("dashboard")
+    assert report["points"] > 50_000
+    assert_positive(report, "floor_full_scan_s", "build_s")
+    assert set(report["seconds"]) == {
+        "overview", "catalog", "resting_heart_rate_per_day", "heart_rate_year_auto",
+        "heart_rate_last_day_auto", "sleep_last_month", "workouts_last_week",
+        "one_workout_with_route", "coverage_every_metric",
+    }  # fmt: skip
+    assert all(v > 0 for v in report["seconds"].values())
+    assert all(v > 0 for v in report["answer_chars"].values())
+    assert report["slowest"] in report["seconds"]

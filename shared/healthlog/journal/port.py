@@ -66,7 +66,7 @@ class CatalogEntry:
     field: str
     unit: str
     source: str
-    points: int
+    points: int  # brought by the deliveries: a point sent twice counts twice
     first: str  # the earliest start, UTC text
     last: str  # the latest start
 
@@ -250,7 +250,12 @@ class Journal(Protocol):
     # --- the read side: summaries computed in the database ----------------------------
 
     def catalog(self, account_id: str) -> list[CatalogEntry]:
-        """Per (metric, field, unit, source) of the account: points, first and last start."""
+        """Per (metric, field, unit, source) of the account: points, first and last start.
+
+        ``points`` counts what the deliveries brought (a point sent again counts again):
+        read from what each delivery brought, a row per delivery and series, it costs
+        the deliveries, not the points.
+        """
 
     def point_buckets(
         self,

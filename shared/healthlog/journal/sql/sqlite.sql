@@ -206,9 +206,12 @@ WHERE true /*and*/
 ORDER BY r.account_id, r.section, r.start, r.identity
 
 -- catalog --
--- Per metric, field, unit and source of an account: its points, first and last start.
-SELECT metric, field, unit, source, count(*), min(start), max(start)
-FROM points WHERE account_id = :account_id
+-- Per metric, field, unit and source of an account: the points its deliveries brought
+-- (a point sent twice counts twice), the first and last start; from delivery_extents,
+-- a row per delivery and series, not a scan of every point.
+SELECT metric, field, unit, source, sum(points), min(first_start),
+       max(last_start)
+FROM delivery_extents WHERE account_id = :account_id
 GROUP BY metric, field, unit, source
 ORDER BY metric, field, unit, source
 
@@ -228,36 +231,44 @@ WHERE account_id = :account_id /*and*/
 GROUP BY metric, day
 ORDER BY metric, day
 
--- late_points --
--- Per metric and local day, the points older than the newest start that the earlier
--- deliveries of that metric brought (delivery_extents): the bar of each delivery is a
--- window over the deliveries before it, in (received_at, id) order.
-WITH bars AS (
+-- delivery_bars --
+-- Per delivery and metric, the newest start that the deliveries received before it
+-- brought of that metric (delivery_extents): a window in (received_at, id) order. A
+-- point its delivery holds is late when it starts before that bar.
+WITH brought AS (
+    SELECT delivery_id, metric, received_at, max(last_start) AS newest
+    FROM delivery_extents
+    WHERE account_id = :account_id /*and*/
+    GROUP BY delivery_id, metric, received_at
+), bars AS (
     SELECT delivery_id, metric,
-           max(last_start) OVER (
+           max(newest) OVER (
                PARTITION BY metric ORDER BY received_at, delivery_id
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
            ) AS bar
-    FROM delivery_extents
-    WHERE account_id = :account_id /*of*/
+    FROM brought
 )
-SELECT p.metric, /*day!*/ AS day, count(*)
-FROM points AS p
-JOIN bars AS b ON b.metric = p.metric AND b.delivery_id = p.layer_id
-WHERE p.account_id = :account_id AND p.start < b.bar /*and*/
-GROUP BY p.metric, day
-ORDER BY p.metric, day
+SELECT delivery_id, metric, bar FROM bars WHERE bar IS NOT NULL
+
+-- point_layers --
+-- Every point's metric, start, offset and layer, in key order: what the late-points
+-- count reads once, probing the bars by (layer, metric).
+SELECT metric, start, utc_offset, layer_id
+FROM points
+WHERE account_id = :account_id /*and*/
+ORDER BY account_id, metric, start, field, source
 
 -- delete_extents --
 -- What a delivery brought, forgotten before its outcome is written again.
 DELETE FROM delivery_extents WHERE delivery_id = :delivery_id
 
 -- insert_extent --
--- What a delivery brought of one metric: first and last start, and how many points.
-INSERT INTO delivery_extents (delivery_id, metric, account_id, received_at, first_start,
-                              last_start, points)
-VALUES (:delivery_id, :metric, :account_id, :received_at, :first_start,
-        :last_start, :points)
+-- What a delivery brought of one series: first and last start, and how many points.
+INSERT INTO delivery_extents (delivery_id, metric, field, unit, source, account_id,
+                              received_at, first_start, last_start, points)
+VALUES (:delivery_id, :metric, :field, :unit, :source,
+        :account_id, :received_at, :first_start, :last_start,
+        :points)
 
 -- bucket_minute --
 -- The minute of a point on the phone's clock (an expression for a bucket slot).

@@ -1,0 +1,210 @@
+"""The dashboard's reads over a year of minute-level data: is each page's data there in
+a second or two?
+
+The journal (SQLite, the embedded default) holds one account's year: heart rate every
+minute (min, avg, max: 1.58 million points), steps on most waking minutes, resting heart
+rate once a day, sleep segments every night, a run every other day with its route. It is
+written through the real journal (``write_outcome``, one delivery a day). Each timed
+call goes through the dashboard's own app and read API (``/api/...``, Flask's test
+client, no network), as the pages ask for it: the overview, the catalog, a year of
+resting heart rate per day, a year of heart rate (auto resolution), one day of heart
+rate (auto: minutes), the last month's sleep, last week's workouts and one with its
+route, and the coverage of every metric. The floor, measured in the same run, is one
+bare scan of every point (``SELECT count(*), sum(qty) FROM points``): the cost of
+reading the data once.
+
+    .venv/bin/python bench/bench_dashboard.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from _common import emit, exit_on_sigterm, machine, median, note, rounded
+from healthlog import ids
+from healthlog.dashboard.app import DashboardOptions, create_app
+from healthlog.journal.rows import to_text
+from healthlog.journal.sqlite import SqliteJournal
+from healthlog.model import Item, NewDelivery, ParseStatus, Point, Record
+from healthlog.testing import MemoryArchive
+
+#: each call's target, seconds: "within a second or two"
+TARGET_S = 2.0
+REPEATS = 3
+START = datetime(2025, 1, 1, tzinfo=UTC)
+OFFSET = 60  # the phone's offset, minutes
+
+
+@dataclass(frozen=True)
+class Mode:
+    days: int
+
+
+FULL = Mode(days=365)
+QUICK = Mode(days=14)
+
+
+def _t(at: datetime) -> str:
+    return to_text(at)
+
+
+def day_points(day: int, rng: random.Random) -> tuple[list[Point], list[Record]]:
+    """One day of a well-instrumented life, as the parser would give it."""
+    base = START + timedelta(days=day)
+    points: list[Point] = []
+    for minute in range(1440):
+        at = _t(base + timedelta(minutes=minute))
+        hr = 60 + 25 * math.sin(minute / 1440 * 2 * math.pi) + rng.random() * 8
+        for field, value in (("min", hr - 4), ("avg", hr), ("max", hr + 5)):
+            points.append(
+                Point("heart_rate", field, "Watch", at, OFFSET, None, round(value, 1), None,
+                      "count/min")
+            )  # fmt: skip
+    for minute in range(7 * 60, 22 * 60):
+        if rng.random() < 0.6:
+            at = _t(base + timedelta(minutes=minute))
+            points.append(
+                Point("step_count", "qty", "iPhone", at, OFFSET, None, rng.randrange(5, 120),
+                      None, "count")
+            )  # fmt: skip
+    points.append(
+        Point("resting_heart_rate", "qty", "Watch", _t(base + timedelta(hours=8)), OFFSET,
+              None, 52 + rng.random() * 6, None, "count/min")
+    )  # fmt: skip
+    night = base - timedelta(hours=1)  # 23:00 local the evening before
+    for n, stage in enumerate(("Core", "Deep", "Core", "REM", "Awake", "Core")):
+        start = night + timedelta(minutes=70 * n)
+        points.append(
+            Point("sleep_analysis", "segment", "Watch", _t(start), OFFSET,
+                  _t(start + timedelta(minutes=70)), 70 / 60, stage, "hr")
+        )  # fmt: skip
+    records: list[Record] = []
+    if day % 2 == 0:
+        start = base + timedelta(hours=17)
+        route = tuple(
+            Item("route", i, _t(start + timedelta(seconds=5 * i)), None,
+                 48.1 + i * 0.00005, 11.5 + i * 0.00003, 520 + math.sin(i / 40) * 10)
+            for i in range(540)
+        )  # fmt: skip
+        heart = tuple(
+            Item("heartRateData", i, _t(start + timedelta(minutes=i)), 140 + i % 20, unit="bpm")
+            for i in range(45)
+        )
+        records.append(
+            Record("workouts", f"run-{day}", _t(start), _t(start + timedelta(minutes=45)),
+                   OFFSET, "Outdoor Run", "Watch", '{"duration":2700}', route + heart)
+        )  # fmt: skip
+    return points, records
+
+
+def build(folder: Path, mode: Mode) -> tuple[SqliteJournal, str, float, int]:
+    journal = SqliteJournal(str(folder / "journal.db"))
+    journal.migrate()
+    account = journal.add_account("alice", "hash")
+    rng = random.Random(11)
+    started = time.perf_counter()
+    total = 0
+    for day in range(mode.days):
+        points, records = day_points(day, rng)
+        at = START + timedelta(days=day + 1)
+        delivery_id = ids.new_delivery_id(at)
+        journal.insert_delivery(
+            NewDelivery(delivery_id, account.id, at, f"{account.id}/x/{delivery_id}.json", 1,
+                        "application/json")
+        )  # fmt: skip
+        journal.write_outcome(
+            delivery_id, expected=ParseStatus.PENDING, status=ParseStatus.PARSED, uncovered=(),
+            failure=None, points=points, records=records,
+        )  # fmt: skip
+        total += len(points)
+    return journal, account.id, time.perf_counter() - started, total
+
+
+def timed(call: Any) -> tuple[float, Any]:
+    runs = []
+    result = None
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        result = call()
+        runs.append(time.perf_counter() - started)
+    return median(runs), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="two weeks instead of a year")
+    args = parser.parse_args()
+    mode = QUICK if args.quick else FULL
+    exit_on_sigterm()
+    with tempfile.TemporaryDirectory() as tmp:
+        note(f"building {mode.days} days of minute-level data")
+        journal, _, build_s, points = build(Path(tmp), mode)
+        app = create_app(journal, MemoryArchive(), DashboardOptions())
+        client = app.test_client()
+        end = START + timedelta(days=mode.days)
+        stamp = "%Y-%m-%dT%H:%M:%SZ"
+        last_day = (end - timedelta(days=1)).strftime(stamp)
+        month = (end - timedelta(days=30)).strftime(stamp)
+        week = (end - timedelta(days=7)).strftime(stamp)
+
+        def get(url: str) -> Any:
+            reply = client.get(url)
+            assert reply.status_code == 200, (url, reply.status_code, reply.get_data()[:200])
+            return reply.get_json()
+
+        one = get(f"/api/workouts?start={week}")["workouts"][0]["identity"]
+        calls = {
+            "overview": "/api/status",
+            "catalog": "/api/catalog",
+            "resting_heart_rate_per_day": "/api/series?metric=resting_heart_rate&resolution=day",
+            "heart_rate_year_auto": "/api/series?metric=heart_rate",
+            "heart_rate_last_day_auto": f"/api/series?metric=heart_rate&start={last_day}",
+            "sleep_last_month": f"/api/sleep?start={month}",
+            "workouts_last_week": f"/api/workouts?start={week}",
+            "one_workout_with_route": f"/api/workouts/{one}",
+            "coverage_every_metric": "/api/coverage",
+        }
+        seconds: dict[str, float] = {}
+        rows: dict[str, int] = {}
+        for name, url in calls.items():
+            note(f"timing {name}")
+            seconds[name], answer = timed(lambda url=url: get(url))
+            rows[name] = len(str(answer))
+        conn = sqlite3.connect(journal.path)
+        floor_s, _ = timed(lambda: conn.execute("SELECT count(*), sum(qty) FROM points").fetchone())
+        conn.close()
+        db_mib = Path(journal.path).stat().st_size / 2**20
+        journal.close()
+    slowest = max(seconds, key=seconds.__getitem__)
+    emit(
+        {
+            "benchmark": "dashboard",
+            "mode": "quick" if args.quick else "full",
+            "machine": machine(),
+            "days": mode.days,
+            "points": points,
+            "build_s": rounded(build_s),
+            "db_mib": rounded(db_mib, 1),
+            "floor_full_scan_s": rounded(floor_s, 4),
+            "seconds": {k: rounded(v, 4) for k, v in seconds.items()},
+            "ratio_to_floor": {k: rounded(v / floor_s, 2) for k, v in seconds.items()},
+            "answer_chars": rows,
+            "slowest": slowest,
+            "target_s": TARGET_S,
+            "meets_target": seconds[slowest] <= TARGET_S,
+        }
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
