@@ -51,6 +51,10 @@ class DashboardOptions:
     secure_cookies: bool = False  # Secure cookies even over plain HTTP (behind a TLS proxy)
 
 
+#: the pages that draw charts, and so load plotly.js
+CHART_PAGES = frozenset({"metric", "records", "sleep", "workout"})
+
+
 class DashboardError(Exception):
     """A request the dashboard answers with ``status`` and a readable message."""
 
@@ -218,12 +222,14 @@ def create_app(
     def page(name: str, title: str, **data: str) -> Any:
         if options.require_sign_in and session_account() is None:
             return redirect(url_for("sign_in_form"))
+        # one template for every page: its own JS (js/<page>.js) draws it from the API
         return render_template(
-            f"{name}.html",
+            "page.html",
             page=name,
             title=title,
             data=data,
             sign_in=options.require_sign_in,
+            charts=name in CHART_PAGES,
         )
 
     def page_reads() -> reads.Reads | None:
