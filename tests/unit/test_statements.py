@@ -73,3 +73,10 @@ def test_a_malformed_file_is_refused_with_what_is_wrong(text: str, complaint: st
 def test_a_file_without_a_statement_the_core_runs_is_refused() -> None:
     with pytest.raises(HealthlogError, match="lacks the statements no_such_statement"):
         Statements.load("sqlite", param=":{}", required=("pending_page", "no_such_statement"))
+
+
+def test_late_point_ranges_of_a_metric_merge_where_they_overlap_or_touch() -> None:
+    merged = core._merged(
+        [("m", "c", "e"), ("m", "a", "b"), ("n", "a", "z"), ("m", "b", "c"), ("m", "x", "y")]
+    )
+    assert merged == [("m", "a", "e"), ("m", "x", "y"), ("n", "a", "z")]

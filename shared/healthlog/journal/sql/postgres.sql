@@ -281,22 +281,27 @@ ORDER BY metric, day
 
 -- delivery_bars --
 -- Per delivery and metric, the newest start that the deliveries received before it
--- brought of that metric (delivery_extents): a window in (received_at, id) order. A
--- point its delivery holds is late when it starts before that bar.
+-- brought of that metric (delivery_extents): a window in (received_at, id) order, and
+-- the delivery's own earliest start. A point its delivery holds is late when it starts
+-- before that bar (and so at or after that earliest start).
 WITH brought AS (
-    SELECT delivery_id, metric, received_at, max(last_start) AS newest
+    SELECT delivery_id, metric, received_at, max(last_start) AS newest,
+           min(first_start) AS earliest
     FROM delivery_extents
     WHERE account_id = %(account_id)s /*and*/
     GROUP BY delivery_id, metric, received_at
 ), bars AS (
-    SELECT delivery_id, metric,
+    SELECT delivery_id, metric, earliest,
            max(newest) OVER (
                PARTITION BY metric ORDER BY received_at, delivery_id
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
            ) AS bar
     FROM brought
 )
-SELECT delivery_id, metric, to_char(bar AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM bars WHERE bar IS NOT NULL
+-- only the deliveries that brought something older than their bar can hold late points
+SELECT delivery_id, metric, to_char(bar AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       to_char(earliest AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM bars WHERE earliest < bar
 
 -- point_layers --
 -- Every point's metric, start, offset and layer, in key order: what the late-points
