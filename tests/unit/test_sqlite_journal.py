@@ -6,7 +6,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import closing
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,10 @@ from healthlog.journal import core, migrate, sqlite
 from healthlog.journal.port import ZERO_CURSOR
 from healthlog.journal.rows import from_text, to_text
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.journal.statements import Statements
 from healthlog.model import Account, NewDelivery, ParseStatus, Point
+from hypothesis import given
+from hypothesis import strategies as st
 
 T0 = ids.now().replace(microsecond=0)
 
@@ -452,3 +455,22 @@ def test_migration_0006_fills_the_extents_of_deliveries_folded_before_it(
     assert rows == [
         ("d1", "m", "a", "r", "2026-01-01T00:00:00.000000Z", "2026-01-03T00:00:00.000000Z", 3)
     ]
+
+
+@given(
+    at=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    offset=st.one_of(st.none(), st.integers(min_value=-1440, max_value=1440)),
+)
+def test_the_day_of_a_point_is_dates_day_on_the_phones_clock(
+    at: datetime, offset: int | None
+) -> None:
+    """bucket_day's shortcut (the UTC day's text when the offset keeps it) is date()'s."""
+    expression = Statements.load("sqlite", param=":{}")["bucket_day"]
+    start = to_text(at.replace(tzinfo=UTC))
+    with raw(":memory:") as conn:
+        got, expected = conn.execute(
+            f"SELECT {expression}, date(start, coalesce(utc_offset, 0) || ' minutes')"
+            " FROM (SELECT ? AS start, ? AS utc_offset)",
+            (start, offset),
+        ).fetchone()
+    assert got == expected

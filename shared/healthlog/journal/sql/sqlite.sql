@@ -282,8 +282,13 @@ strftime('%Y-%m-%dT%H:%M', start, coalesce(utc_offset, 0) || ' minutes')
 strftime('%Y-%m-%dT%H:00', start, coalesce(utc_offset, 0) || ' minutes')
 
 -- bucket_day --
--- The day of a point on the phone's clock.
-date(start, coalesce(utc_offset, 0) || ' minutes')
+-- The day of a point on the phone's clock. Most points stay on their UTC day once the
+-- offset is added, and for them the day is the text's first ten characters: date(), its
+-- modifier and its parse, only for the rest (a tenth of the time of a year's coverage).
+CASE WHEN substr(start, 12, 2) * 60 + substr(start, 15, 2) + coalesce(utc_offset, 0)
+          BETWEEN 0 AND 1439
+     THEN substr(start, 1, 10)
+     ELSE date(start, coalesce(utc_offset, 0) || ' minutes') END
 
 -- bucket_week --
 -- The Monday of a point's week on the phone's clock.
