@@ -170,7 +170,10 @@ class SqlJournal:
         return self._transaction(lambda conn: conn.execute(sql, params).fetchone(), write=False)
 
     def _all(self, name: str, params: Params) -> list[Any]:
-        sql = self._sql[name]
+        return self._fetch(self._sql[name], params)
+
+    def _fetch(self, sql: str, params: Params) -> list[Any]:
+        """Every row of one read statement, in one read transaction."""
         return self._transaction(lambda conn: conn.execute(sql, params).fetchall(), write=False)
 
     def _filters(self, alias: str = "", **equal: str | None) -> tuple[str, dict[str, Any]]:
@@ -386,7 +389,7 @@ class SqlJournal:
             fragments["limit"] = "LIMIT " + self._sql.param("limit")
             params["limit"] = limit
         sql = self._sql.render("deliveries", **fragments)
-        found = self._transaction(lambda conn: conn.execute(sql, params).fetchall(), write=False)
+        found = self._fetch(sql, params)
         return [rows.delivery(row) for row in found]
 
     def summary(self, account_id: str | None = None) -> Summary:
@@ -535,7 +538,7 @@ class SqlJournal:
         params.update(account_id=account_id, metric=metric, field=field)
         fill = {"and": where, "bucket": self._sql["bucket_" + bucket]}
         sql = self._sql.render("point_buckets", **fill)
-        found = self._transaction(lambda conn: conn.execute(sql, params).fetchall(), write=False)
+        found = self._fetch(sql, params)
         return [BucketRow(*row) for row in found]
 
     def _per_day(
@@ -554,7 +557,7 @@ class SqlJournal:
         params["account_id"] = account_id
         fill = {"and": where, "day": self._sql["bucket_day"]}
         sql = self._sql.render(name, **fill)
-        found = self._transaction(lambda conn: conn.execute(sql, params).fetchall(), write=False)
+        found = self._fetch(sql, params)
         return [(str(metric_), str(day), int(count)) for metric_, day, count in found]
 
     def metric_days(
@@ -585,9 +588,7 @@ class SqlJournal:
         bar_filter, bar_params = self._filters(metric=metric)
         bar_params["account_id"] = account_id
         sql = self._sql.render("delivery_bars", **{"and": bar_filter})
-        found = self._transaction(
-            lambda conn: conn.execute(sql, bar_params).fetchall(), write=False
-        )
+        found = self._fetch(sql, bar_params)
         bars = {(delivery_id, metric_): bar for delivery_id, metric_, bar, _ in found}
         late: Counter[tuple[str, str]] = Counter()
         # only the starts in [earliest, bar) of some delivery can be late: read those
