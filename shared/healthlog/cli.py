@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import csv
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -342,10 +343,17 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
                     f"the dashboard did not start (port {options.dashboard_port} taken?); "
                     "--dashboard-port N picks another"
                 )
-        if token is not None:
+        if token is not None and sys.stdout.isatty():
             print("Add this header to the Health Auto Export automation:")
             print(f"  Authorization: Bearer {token}")
             print("(the token is shown only now; `healthlog account add NAME` makes another)")
+        elif token is not None:
+            # not a terminal (a service manager's log, a file): the token stays out of it
+            kept = _keep_first_token(settings, token)
+            print(f"The first account's token is in {kept} (readable by you only).")
+            print("Add it to the Health Auto Export automation as the header")
+            print("  Authorization: Bearer <the token in that file>")
+            print("then delete the file; `healthlog account rotate default` makes a new one.")
         else:
             print("Header for the HAE automation:")
             print("  Authorization: Bearer <the token shown at first start>")
@@ -355,6 +363,20 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.flush()
 
     return serve.run_stack(options, env, banner, on_dashboard)
+
+
+def _keep_first_token(settings: Settings, token: str) -> Path:
+    """Write the first token to ``first-token`` beside the SQLite journal (else ./var), 0600."""
+    from healthlog import files, urls
+
+    where = urls.journal_location(settings.journal_url)
+    folder = Path(where.path).parent if isinstance(where, urls.SqliteLocation) else Path("var")
+    files.private_dirs(folder)
+    path = folder / "first-token"
+    fd = files.private_file(path, os.O_WRONLY | os.O_TRUNC)
+    with open(fd, "w", encoding="utf-8") as out:
+        out.write(token + "\n")
+    return path
 
 
 def _dashboard_url(options: Any) -> str:

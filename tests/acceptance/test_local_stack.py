@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -69,14 +70,20 @@ class Stack:
 
 
 def _read_token(stdout: Path, process: subprocess.Popen[bytes]) -> str:
+    """stdout is a file, not a terminal: the token is in the file the banner names."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        for line in stdout.read_text().splitlines():
-            if line.strip().startswith("Authorization: Bearer hl_"):
-                return line.split("Bearer", 1)[1].strip()
-        assert process.poll() is None, stdout.read_text()
+        printed = stdout.read_text()
+        for line in printed.splitlines():
+            if line.startswith("The first account's token is in "):
+                kept = Path(line.removeprefix("The first account's token is in ").split(" (")[0])
+                kept = kept if kept.is_absolute() else stdout.parent / kept
+                assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+                assert "hl_" not in printed  # the token itself never reaches the log
+                return kept.read_text().strip()
+        assert process.poll() is None, printed
         time.sleep(0.05)
-    raise AssertionError("serve printed no token")
+    raise AssertionError("serve named no token file")
 
 
 @pytest.fixture
@@ -187,3 +194,40 @@ def test_a_new_user_runs_the_stack_and_every_delivery_is_accounted_for(stack: St
     for line in logs.splitlines():
         if line.startswith("{"):
             json.loads(line)  # every structured line is one JSON object
+
+
+def test_on_a_terminal_the_first_token_is_shown_and_no_token_file_is_written(
+    tmp_path: Path,
+) -> None:
+    """The token goes to a person's terminal, never to a file nobody asked for."""
+    import pty
+    import select
+
+    ports = [str(free_port()) for _ in range(3)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [str(BIN / "healthlog"), "serve", "--port", ports[0], "--fold-port", ports[1],
+         "--tick", "3600", "--dashboard-port", ports[2]],
+        cwd=tmp_path, env=env, stdout=follower, stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    os.close(follower)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"Authorization: Bearer hl_" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], deadline - time.monotonic())
+            if not ready:
+                break
+            try:
+                seen += os.read(leader, 4096)
+            except OSError:  # the other end closed: serve exited
+                break
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        os.close(leader)
+
+    assert b"Authorization: Bearer hl_" in seen, seen.decode(errors="replace")
+    assert not list(tmp_path.rglob("first-token"))
