@@ -15,6 +15,7 @@ must exceed that margin (a test checks it). Running out of time is a WARN from t
 from __future__ import annotations
 
 import functools
+import hmac
 import json
 import logging
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from healthlog import log, secrets
 from healthlog.config import Settings
 from healthlog.fold.service import FoldService
+from healthlog.wake import WAKE_HEADER
 
 # on top of one delivery's deadline: the time to write its outcome and return
 LAMBDA_MARGIN_S = 10.0
@@ -49,6 +51,9 @@ def fold(request: Any) -> tuple[str, int, dict[str, str]]:
     ``?wait=1`` waits for a running pass to end and runs one after it (synchronous);
     without it a request during a pass returns 202 at once and the pass goes round again.
     """
+    refused = _refusal(request)
+    if refused is not None:
+        return refused
     service = _service()
     budget = _settings().pass_budget_s
     wait = request.args.get("wait") not in (None, "", "0")
@@ -57,6 +62,25 @@ def fold(request: Any) -> tuple[str, int, dict[str, str]]:
     if report is None:
         return json.dumps({"running": True}), 202, headers
     return json.dumps(report.as_dict()), 200, headers
+
+
+def _refusal(request: Any) -> tuple[str, int, dict[str, str]] | None:
+    """A reply for what is not a wake-up: another method or path, or no secret.
+
+    The local stack's fold listens on 127.0.0.1, where any local process could ask it to
+    fold in a loop; ``healthlog serve`` gives it a secret (``HEALTHLOG_FOLD_SECRET``)
+    that its tick and ingest's wake-ups carry, compared in constant time.
+    """
+    headers = {"Content-Type": "application/json"}
+    if request.path != "/":
+        return json.dumps({"error": "not found"}), 404, headers
+    if request.method != "POST":
+        return json.dumps({"error": "POST only"}), 405, {**headers, "Allow": "POST"}
+    secret = _settings().fold_secret
+    given = request.headers.get(WAKE_HEADER, "")
+    if secret and not hmac.compare_digest(given.encode(), secret.encode()):
+        return json.dumps({"error": "a wake-up without the stack's secret"}), 401, headers
+    return None
 
 
 def lambda_margin_s(settings: Settings) -> float:

@@ -35,6 +35,10 @@ class Settings:
     max_body_bytes: int = 100 * MB
     # local stack: where ingest sends the wake-up bit (empty: no wake-up, the tick heals)
     fold_url: str = ""
+    # local stack: the shared secret a wake-up must carry (header X-Healthlog-Wake) for
+    # the fold function to run a pass; `healthlog serve` makes one per start. Empty: the
+    # fold function, bound to 127.0.0.1, takes any local POST (a test's lone server)
+    fold_secret: str = ""
     # AWS: the fold function ingest invokes asynchronously as the wake-up bit
     fold_function_name: str = ""
     # one delivery's fold budget, seconds; running past it makes the delivery failed

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from healthlog import launcher, log
 from healthlog.config import ENV_PREFIX
+from healthlog.wake import WAKE_HEADER
 
 logger = logging.getLogger("healthlog.serve")
 
@@ -50,9 +52,10 @@ def stop(server: launcher.FunctionServer, grace_s: float = STOP_GRACE_S) -> None
 class Tick:
     """POST to the fold function now and every ``interval_s`` seconds until stopped."""
 
-    def __init__(self, url: str, interval_s: float) -> None:
+    def __init__(self, url: str, interval_s: float, secret: str = "") -> None:
         self._url = url
         self._interval_s = interval_s
+        self._headers = {WAKE_HEADER: secret} if secret else {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="healthlog-tick", daemon=True)
 
@@ -71,7 +74,9 @@ class Tick:
 
     def tick(self) -> bool:
         """One tick; True when the pass stopped on its budget and should go on now."""
-        request = urllib.request.Request(self._url, data=b"{}", method="POST")  # noqa: S310
+        request = urllib.request.Request(  # noqa: S310
+            self._url, data=b"{}", headers=self._headers, method="POST"
+        )
         try:
             with urllib.request.urlopen(request, timeout=STOP_GRACE_S + 5) as reply:  # noqa: S310
                 report = json.loads(reply.read() or b"{}")
@@ -113,8 +118,10 @@ def run_stack(
     taken, and the banner and a log line say so.
     """
     fold_url = f"http://127.0.0.1:{options.fold_port}/"
-    fold_env = dict(env)
-    ingest_env = {**env, ENV_PREFIX + "FOLD_URL": fold_url}
+    # the wake-up secret: only this stack's tick and ingest may make the fold run a pass
+    secret = env.get(ENV_PREFIX + "FOLD_SECRET") or secrets.token_urlsafe(32)
+    fold_env = {**env, ENV_PREFIX + "FOLD_SECRET": secret}
+    ingest_env = {**fold_env, ENV_PREFIX + "FOLD_URL": fold_url}
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -138,7 +145,7 @@ def run_stack(
             except launcher.NotListening:
                 log.event(logger, logging.WARNING, "serve.dashboard_not_started")
             on_dashboard(dashboard is not None)
-        tick = Tick(fold_url, options.tick_s)
+        tick = Tick(fold_url, options.tick_s, secret)
         tick.start()
         log.event(logger, logging.INFO, "serve.started", port=options.port, pid=os.getpid())
         on_ready()

@@ -30,6 +30,10 @@ logger = logging.getLogger("healthlog.wake")
 TIMEOUT_S = 2.0
 
 
+#: the header that carries the local stack's wake-up secret (Settings.fold_secret)
+WAKE_HEADER = "X-Healthlog-Wake"
+
+
 class Waker(Protocol):
     def wake(self) -> None:
         """Send the bit in the background; never blocks, never raises."""
@@ -120,8 +124,11 @@ class HttpWaker(_CoalescingWaker):
 
     name = "wake.http"
 
-    def __init__(self, url: str, *, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(self, url: str, *, secret: str = "", timeout_s: float = TIMEOUT_S) -> None:
         super().__init__()
+        self._headers = {"Content-Type": "application/json"}
+        if secret:
+            self._headers[WAKE_HEADER] = secret
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("the fold URL must be http:// or https:// with a host")
@@ -135,9 +142,7 @@ class HttpWaker(_CoalescingWaker):
         conn_class = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
         conn = conn_class(self._host, self._port, timeout=self._timeout_s)
         try:
-            conn.request(
-                "POST", self._path, body=b"{}", headers={"Content-Type": "application/json"}
-            )
+            conn.request("POST", self._path, body=b"{}", headers=self._headers)
             try:
                 reply = conn.getresponse()
                 reply.read()

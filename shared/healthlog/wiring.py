@@ -65,7 +65,7 @@ def make_waker(settings: Settings) -> Waker:
         return LambdaWaker(settings.fold_function_name)
     if settings.fold_url:
         try:
-            return HttpWaker(settings.fold_url)
+            return HttpWaker(settings.fold_url, secret=settings.fold_secret)
         except ValueError as exc:
             raise ConfigError(f"{ENV_PREFIX}FOLD_URL: {exc}") from None
     return NullWaker()

@@ -29,6 +29,7 @@ from tests.conftest import metrics_body, samples
 from tests.integration.servers import free_port
 
 BIN = Path(sys.executable).parent
+WAKE_SECRET = "the-stacks-own-wake-secret"
 SECRET_AUTOMATION = "Automation-Name-Nobody-Should-Log"
 SOURCE = "Zelda’s Apple Watch"
 VALUE = 4242.171717
@@ -60,7 +61,9 @@ class Stack:
 
     def fold_now(self) -> dict[str, object]:
         """One pass, synchronously: it starts after any running pass ends."""
-        reply = requests.post(self.fold_url + "?wait=1", timeout=120)
+        reply = requests.post(
+            self.fold_url + "?wait=1", headers={"X-Healthlog-Wake": WAKE_SECRET}, timeout=120
+        )
         assert reply.status_code == 200, reply.text
         report: dict[str, object] = reply.json()
         return report
@@ -92,6 +95,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
     env.update(
         HEALTHLOG_MAX_BODY_BYTES=str(1_000_000),
+        HEALTHLOG_FOLD_SECRET=WAKE_SECRET,  # serve makes one when none is given
         HEALTHLOG_LOG_LEVEL="DEBUG",
         PYTHONUNBUFFERED="1",
     )
@@ -158,6 +162,19 @@ def test_a_new_user_runs_the_stack_and_every_delivery_is_accounted_for(stack: St
         assert len(reply.text) > 20 and "Traceback" not in reply.text, name
     assert "Batch Requests" in bad["too large"][0].text
 
+    # the fold port runs a pass only for this stack's tick and ingest (their secret)
+    refused = {
+        "no secret": (requests.post(stack.fold_url, data=b"{}", timeout=30), 401),
+        "wrong secret": (
+            requests.post(stack.fold_url, headers={"X-Healthlog-Wake": "guess"}, timeout=30),
+            401,
+        ),
+        "GET": (requests.get(stack.fold_url, timeout=30), 405),
+        "another path": (requests.post(stack.fold_url + "x", timeout=30), 404),
+    }
+    for name, (reply, code) in refused.items():
+        assert reply.status_code == code, name
+        assert WAKE_SECRET not in reply.text, name
     report = stack.fold_now()
     assert report["stopped"] is None
 

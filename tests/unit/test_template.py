@@ -39,6 +39,8 @@ NOT_IN_THE_CLOUD = {
     "function by name (HEALTHLOG_FOLD_FUNCTION_NAME)",
     "HEALTHLOG_PASS_BUDGET_S": "a served pass's budget; a Lambda pass is bounded by the "
     "invocation's remaining time instead",
+    "HEALTHLOG_FOLD_SECRET": "the local stack's wake-up secret; in AWS only the roles the "
+    "template names may invoke the fold function",
 }
 
 #: a Function URL request (the whole invoke payload) is at most 6 MB

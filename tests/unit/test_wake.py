@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -204,3 +204,34 @@ def test_function_name_means_lambda_fold_url_means_http_else_null() -> None:
 def test_a_bad_fold_url_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="HEALTHLOG_FOLD_URL"):
         wiring.make_waker(Settings(fold_url="127.0.0.1:8081"))
+
+
+def test_a_local_wake_up_carries_the_stacks_secret() -> None:
+    """What the fold function checks: the header, with the secret, on the POST."""
+    from http.server import BaseHTTPRequestHandler
+
+    from healthlog.wake import WAKE_HEADER, HttpWaker
+
+    from tests.integration.servers import local_http
+
+    seen: list[str | None] = []
+
+    class Fold(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(self.headers.get(WAKE_HEADER))
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(202)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with local_http(Fold) as url:
+        waker = HttpWaker(url, secret="s3cret")
+        waker.wake()
+        assert waker.flush(10)
+        plain = HttpWaker(url)
+        plain.wake()
+        assert plain.flush(10)
+
+    assert seen == ["s3cret", None]
