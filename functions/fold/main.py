@@ -21,9 +21,8 @@ import logging
 from typing import Any
 
 from healthlog import log, secrets
-from healthlog.config import Settings
+from healthlog.config import WAKE_HEADER, Settings
 from healthlog.fold.service import FoldService
-from healthlog.wake import WAKE_HEADER
 
 # on top of one delivery's deadline: the time to write its outcome and return
 LAMBDA_MARGIN_S = 10.0

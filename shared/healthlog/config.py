@@ -89,6 +89,8 @@ class Settings:
 
 
 ENV_PREFIX = "HEALTHLOG_"
+#: the header that carries the local stack's wake-up secret (Settings.fold_secret)
+WAKE_HEADER = "X-Healthlog-Wake"
 ENV_VARS: tuple[str, ...] = tuple(ENV_PREFIX + f.name.upper() for f in fields(Settings))
 
 

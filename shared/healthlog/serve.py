@@ -25,8 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from healthlog import launcher, log
-from healthlog.config import ENV_PREFIX
-from healthlog.wake import WAKE_HEADER
+from healthlog.config import ENV_PREFIX, WAKE_HEADER
 
 logger = logging.getLogger("healthlog.serve")
 

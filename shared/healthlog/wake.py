@@ -20,6 +20,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Protocol
 
 from healthlog import log
+from healthlog.config import WAKE_HEADER
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
@@ -28,10 +29,6 @@ logger = logging.getLogger("healthlog.wake")
 
 # short: the bit is delivered once the request is written; the reply does not matter
 TIMEOUT_S = 2.0
-
-
-#: the header that carries the local stack's wake-up secret (Settings.fold_secret)
-WAKE_HEADER = "X-Healthlog-Wake"
 
 
 class Waker(Protocol):

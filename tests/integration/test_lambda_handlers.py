@@ -257,7 +257,7 @@ def deployment(
     if ingest._deps is not None:
         ingest._deps.journal.close()
     if fold._service.cache_info().currsize:
-        fold._service()._journal.close()
+        fold._service().journal.close()
     journal.close()
     healthlog_logger.handlers[:], healthlog_logger.level = saved
 

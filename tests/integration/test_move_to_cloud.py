@@ -184,7 +184,7 @@ def test_an_embedded_install_moved_to_the_cloud_folds_to_the_same_showcase(
 
         scheduled = json.loads((EVENTS / "scheduled_event.json").read_text())
         folded = fold.handler(scheduled, Context())
-        fold._service()._journal.close()
+        fold._service().journal.close()
     finally:
         healthlog_logger.handlers[:], healthlog_logger.level = saved
     assert (folded["selected"], folded["stopped"]) == (len(expected), None)

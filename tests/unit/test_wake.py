@@ -210,7 +210,8 @@ def test_a_local_wake_up_carries_the_stacks_secret() -> None:
     """What the fold function checks: the header, with the secret, on the POST."""
     from http.server import BaseHTTPRequestHandler
 
-    from healthlog.wake import WAKE_HEADER, HttpWaker
+    from healthlog.config import WAKE_HEADER
+    from healthlog.wake import HttpWaker
 
     from tests.integration.servers import local_http
 

@@ -28,8 +28,7 @@ def make_player(journal: Journal, archive: Archive, settings: Settings) -> Playe
 
 class FoldService:
     def __init__(self, journal: Journal, archive: Archive, settings: Settings) -> None:
-        self._journal = journal
-        # the stores it folds from, for the scheduled reconcile of the same function
+        # the stores it folds from (also the scheduled reconcile's, in the same function)
         self.journal, self.archive = journal, archive
         self.player = make_player(journal, archive, settings)
         self.pass_ = FoldPass(journal, self.player, page_size=settings.page_size)
@@ -56,7 +55,7 @@ class FoldService:
             return None  # the running pass sees the flag and goes round again
         try:
             # and one pass at a time across processes (a CLI fold, another server)
-            with self._journal.fold_lock(wait_s) as held:
+            with self.journal.fold_lock(wait_s) as held:
                 if not held:
                     return None
                 if budget_s is not None:
