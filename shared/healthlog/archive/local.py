@@ -25,7 +25,7 @@ from typing import BinaryIO
 from healthlog.archive.keys import check_key
 from healthlog.archive.port import put_whole
 from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
-from healthlog.files import DIR_MODE, private_dirs
+from healthlog.files import private_dirs
 
 TMP_DIR = ".tmp"
 
@@ -220,19 +220,8 @@ class LocalWriter:
         Each new directory's parent gained an entry, and so does the key's own
         directory once the body is linked into it.
         """
-        changed: list[Path] = []
-        directory = self._archive.root
-        for part in self._final.relative_to(directory).parts[:-1]:
-            child = directory / part
-            try:
-                os.mkdir(child, DIR_MODE)
-                os.chmod(child, DIR_MODE)  # the umask may have taken bits away
-                changed.append(directory)
-            except FileExistsError:
-                pass
-            directory = child
-        changed.append(directory)
-        return changed
+        directory = self._final.parent
+        return [created.parent for created in private_dirs(directory)] + [directory]
 
 
 def _fsync_dir(directory: Path) -> None:
