@@ -14,8 +14,7 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -73,15 +72,35 @@ def chromium(profile: Path) -> Iterator[Any]:
         driver.quit()
 
 
+def wait_until(driver: Any, condition: Callable[[Any], Any], timeout_s: float, why: str) -> Any:
+    """selenium's WebDriverWait for ``condition``: its first truthy value, else AssertionError."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout_s, poll_frequency=0.05).until(condition)
+    except TimeoutException:
+        raise AssertionError(why) from None
+
+
 def wait_ready(driver: Any, timeout_s: float = 30.0) -> str:
     """Wait until the page's JS has drawn it (``body[data-ready]``); its value."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        ready = driver.execute_script("return document.body && document.body.dataset.ready")
-        if ready:
-            return str(ready)
-        time.sleep(0.05)
-    raise AssertionError(f"{driver.current_url} was not drawn within {timeout_s:.0f} s")
+    ready = wait_until(
+        driver,
+        lambda d: d.execute_script("return document.body && document.body.dataset.ready"),
+        timeout_s,
+        f"{driver.current_url} was not drawn within {timeout_s:.0f} s",
+    )
+    return str(ready)
+
+
+def wait_painted(driver: Any) -> None:
+    """Wait for the browser to paint twice: what the page drew last (plotly's final frame,
+    a chart drawn from a timer) is on the screen, for a screenshot or the console log."""
+    driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "requestAnimationFrame(() => requestAnimationFrame(() => done()));"
+    )
 
 
 def console_errors(driver: Any) -> list[str]:

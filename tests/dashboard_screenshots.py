@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from healthlog.archive.local import LocalArchive
@@ -48,7 +47,7 @@ def main(out: Path) -> None:
                 driver.set_window_size(1280, height)
                 driver.get(f"http://127.0.0.1:{port}{path}")
                 browser.wait_ready(driver)
-                time.sleep(0.5)
+                browser.wait_painted(driver)
                 target = out / f"dashboard-{name}.png"
                 driver.save_screenshot(str(target))
                 print(target)

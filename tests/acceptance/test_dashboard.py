@@ -10,7 +10,6 @@ screenshot of each page is written under the test's tmp_path.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -84,7 +83,7 @@ def visit(driver: Any, site_url: str, path: str, shots: Path | None, name: str) 
     browser.requests_made(driver)
     driver.get(site_url + path)
     ready = browser.wait_ready(driver)
-    time.sleep(0.2)  # plotly's last frame
+    browser.wait_painted(driver)  # plotly's last frame
     errors = browser.console_errors(driver)
     assert not errors, f"{path}: console errors {errors}"
     own = urlsplit(site_url).netloc
@@ -138,10 +137,9 @@ def test_the_metric_chart_draws_the_folded_points_and_zooms_finer(
         "Plotly.relayout(document.getElementById('chart'),"
         " {'xaxis.range': ['2026-03-02 00:00', '2026-03-03 00:00']})"
     )
-    deadline = time.monotonic() + 20
-    while chart.get_attribute("data-resolution") == "day":
-        assert time.monotonic() < deadline, "no re-fetch on zoom"
-        time.sleep(0.05)
+    browser.wait_until(
+        driver, lambda _: chart.get_attribute("data-resolution") != "day", 20, "no re-fetch on zoom"
+    )
     assert chart.get_attribute("data-resolution") == "minute"
     ys = driver.execute_script(
         "return document.querySelector('.js-plotly-plot').data.find(t => t.name == 'sum').y"
@@ -258,10 +256,9 @@ def test_with_several_accounts_the_selector_chooses_one(
         driver.execute_script(
             "arguments[0].value = 'bob'; arguments[0].dispatchEvent(new Event('change'))", select
         )
-        deadline = time.monotonic() + 20
-        while "account=bob" not in driver.current_url:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        browser.wait_until(
+            driver, lambda d: "account=bob" in d.current_url, 20, "the selector did not choose bob"
+        )
         assert browser.wait_ready(driver) == "yes"
         values = driver.execute_script(
             "return document.querySelector('.js-plotly-plot').data.flatMap(t => t.y)"
