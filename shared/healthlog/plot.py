@@ -32,7 +32,16 @@ from typing import TYPE_CHECKING, Any
 
 from healthlog.errors import HealthlogError
 from healthlog.journal.rows import first_at_or_after, from_text
-from healthlog.reads import Kind, MetricInfo, Night, Reads, Resolution, Series
+from healthlog.reads import (
+    WIDTHS,
+    Kind,
+    MetricInfo,
+    Night,
+    Reads,
+    Resolution,
+    Series,
+    auto_resolution,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -61,12 +70,7 @@ STAGES = (
     ("awake", "#f0a43a"),
 )
 
-_SPANS = (
-    (Resolution.MINUTE, timedelta(minutes=1)),
-    (Resolution.HOUR, timedelta(hours=1)),
-    (Resolution.DAY, timedelta(days=1)),
-    (Resolution.WEEK, timedelta(weeks=1)),
-)
+_WIDTHS = dict(WIDTHS)
 
 
 class MissingExtra(HealthlogError):
@@ -110,11 +114,7 @@ def require_matplotlib() -> None:
 
 def pick_resolution(start: datetime, end: datetime) -> Resolution:
     """The finest resolution whose buckets over [start, end] stay under PLOT_BUCKETS."""
-    span = max(end - start, timedelta(0))
-    for resolution, width in _SPANS:
-        if span / width <= PLOT_BUCKETS:
-            return resolution
-    return Resolution.MONTH
+    return auto_resolution(start, end, PLOT_BUCKETS)
 
 
 # --- reading and drawing --------------------------------------------------------------------
@@ -313,8 +313,7 @@ def next_bucket(at: datetime, resolution: Resolution) -> datetime:
     """The start of the bucket after the one starting at ``at``."""
     if resolution is Resolution.MONTH:
         return at.replace(year=at.year + at.month // 12, month=at.month % 12 + 1, day=1)
-    widths = dict(_SPANS)
-    return at + widths[resolution]
+    return at + _WIDTHS[resolution]
 
 
 def gaps(times: Sequence[datetime], resolution: Resolution) -> set[int]:
@@ -378,7 +377,7 @@ def _bar_width(resolution: Resolution, xs: Sequence[float]) -> tuple[float, Any]
         return (0.8 * min(steps) if steps else 1 / 24), "center"
     if resolution is Resolution.MONTH:
         return _visible(0.9 * 30, xs), "edge"
-    width = dict(_SPANS)[resolution] / timedelta(days=1)
+    width = _WIDTHS[resolution] / timedelta(days=1)
     return _visible(0.9 * width, xs), "edge"
 
 

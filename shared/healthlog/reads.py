@@ -106,7 +106,8 @@ MAIN_FIELDS = ("qty", "avg", "totalSleep", "asleep", "systolic", "segment")
 
 # auto resolution: the finest whose buckets over the range stay under MAX_BUCKETS
 MAX_BUCKETS = 2000
-_SPANS = (
+#: the fixed-width resolutions, finest first, with a bucket's width (a month has none)
+WIDTHS = (
     (Resolution.MINUTE, timedelta(minutes=1)),
     (Resolution.HOUR, timedelta(hours=1)),
     (Resolution.DAY, timedelta(days=1)),
@@ -280,13 +281,15 @@ def local_text(utc_text: str | None, offset_min: int | None) -> str | None:
     return from_text(utc_text).astimezone(_zone(offset_min)).isoformat()
 
 
-def auto_resolution(start: datetime | None, end: datetime | None) -> Resolution:
-    """The finest resolution whose buckets over [start, end) stay under MAX_BUCKETS."""
+def auto_resolution(
+    start: datetime | None, end: datetime | None, max_buckets: int = MAX_BUCKETS
+) -> Resolution:
+    """The finest resolution whose buckets over [start, end) stay under ``max_buckets``."""
     if start is None or end is None:
         return Resolution.DAY
     span = end - start
-    for resolution, width in _SPANS:
-        if span / width <= MAX_BUCKETS:
+    for resolution, width in WIDTHS:
+        if span / width <= max_buckets:
             return resolution
     return Resolution.MONTH
 
