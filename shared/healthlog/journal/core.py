@@ -541,25 +541,6 @@ class SqlJournal:
         found = self._fetch(sql, params)
         return [BucketRow(*row) for row in found]
 
-    def _per_day(
-        self,
-        name: str,
-        alias: str,
-        account_id: str,
-        metric: str | None,
-        start_from: str | None,
-        start_to: str | None,
-    ) -> list[tuple[str, str, int]]:
-        filters = self._range_filters(alias, {"metric": metric}, start_from, start_to)
-        if filters is None:
-            return []
-        where, params = filters
-        params["account_id"] = account_id
-        fill = {"and": where, "day": self._sql["bucket_day"]}
-        sql = self._sql.render(name, **fill)
-        found = self._fetch(sql, params)
-        return [(str(metric_), str(day), int(count)) for metric_, day, count in found]
-
     def metric_days(
         self,
         *,
@@ -568,7 +549,14 @@ class SqlJournal:
         start_from: str | None = None,
         start_to: str | None = None,
     ) -> list[tuple[str, str, int]]:
-        return self._per_day("metric_days", "", account_id, metric, start_from, start_to)
+        filters = self._range_filters("", {"metric": metric}, start_from, start_to)
+        if filters is None:
+            return []
+        where, params = filters
+        params["account_id"] = account_id
+        fill = {"and": where, "day": self._sql["bucket_day"]}
+        found = self._fetch(self._sql.render("metric_days", **fill), params)
+        return [(str(metric_), str(day), int(count)) for metric_, day, count in found]
 
     def late_points(
         self,
