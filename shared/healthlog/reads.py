@@ -257,6 +257,7 @@ class Workout:
     source: str | None
     body: dict[str, Any]
     series: dict[str, list[Item]] = field(default_factory=dict)
+    utc_offset: int | None = None  # the workout's, minutes east of UTC: its items' clock
 
     def route(self) -> list[Item]:
         return [i for i in self.series.get("route", []) if i.lat is not None and i.lon is not None]
@@ -724,6 +725,7 @@ def _workout(record: Record) -> Workout:
         source=record.source,
         body=orjson.loads(record.body),
         series=dict(series),
+        utc_offset=record.utc_offset,
     )
 
 

@@ -8,7 +8,7 @@ carry no offset), half open: ``start`` inclusive, ``end`` exclusive.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -255,18 +255,10 @@ def workouts() -> Any:
 
 
 def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
-    offset = _offset_of(workout.start)
     return [
-        {"t": reads.local_text(i.t, offset), "qty": i.qty, "unit": i.unit}
+        {"t": reads.local_text(i.t, workout.utc_offset), "qty": i.qty, "unit": i.unit}
         for i in workout.series.get(name, [])
     ]
-
-
-def _offset_of(local: str | None) -> int | None:
-    if local is None:
-        return None
-    delta = datetime.fromisoformat(local).utcoffset()
-    return None if delta is None else int(delta / timedelta(minutes=1))
 
 
 @api.get("/workouts/<path:identity>")
