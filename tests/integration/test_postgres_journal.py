@@ -7,7 +7,6 @@ without a server they skip with the reason, or fail when HEALTHLOG_REQUIRE_POSTG
 from __future__ import annotations
 
 import itertools
-import socket
 import sqlite3
 import threading
 import time
@@ -31,6 +30,7 @@ from healthlog.journal.port import ZERO_CURSOR, Journal
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.rows import first_at_or_after, to_text
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.launcher import free_port
 from healthlog.model import Account, Cursor, Item, NewDelivery, ParseStatus, Point, Record
 from hypothesis import given
 from hypothesis import strategies as st
@@ -343,9 +343,7 @@ def test_waiting_for_the_fold_lock_gives_up_after_wait_s(journal: PostgresJourna
 
 
 def test_a_server_that_cannot_be_reached_raises_journal_unavailable_quickly() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # free a moment ago: nothing listens there now
+    port = free_port()  # free a moment ago: nothing listens there now
     journal = PostgresJournal(f"postgresql://postgres@127.0.0.1:{port}/healthlog")
 
     started = time.monotonic()
@@ -620,9 +618,7 @@ def test_a_start_bound_holds_exactly_where_the_text_comparison_does(at: str, pre
 def test_a_missing_server_skips_the_test_or_fails_it_when_required(
     monkeypatch: pytest.MonkeyPatch, required: bool
 ) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     monkeypatch.setattr(pg, "MAINTENANCE_URL", f"postgresql://postgres@127.0.0.1:{port}/x")
     monkeypatch.setattr(pg, "REQUIRE_POSTGRES", required)
     pg._unreachable.cache_clear()

@@ -8,7 +8,6 @@ produce but moto does not (throttling, a lost reply) are injected at botocore's
 from __future__ import annotations
 
 import os
-import socket
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from healthlog import wiring
 from healthlog.archive.s3 import PART_SIZE, S3Archive
 from healthlog.config import Settings
 from healthlog.errors import AlreadyExists, ArchiveUnavailable
+from healthlog.launcher import free_port
 
 from tests import s3
 
@@ -168,15 +168,10 @@ def test_streaming_a_large_body_keeps_memory_to_a_few_parts(s3_client: S3Client)
 # --- errors --------------------------------------------------------------------------------
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.usefixtures("dummy_aws_env")
 def test_an_unreachable_store_is_unavailable() -> None:
-    archive = S3Archive("bodies", endpoint_url=f"http://127.0.0.1:{closed_port()}")
+    port = free_port()  # free a moment ago: nothing listens there now
+    archive = S3Archive("bodies", endpoint_url=f"http://127.0.0.1:{port}")
     with pytest.raises(ArchiveUnavailable) as raised:
         archive.put(KEY, b"{}")
     assert isinstance(raised.value.__cause__, EndpointConnectionError)
