@@ -22,7 +22,6 @@ assertions hold whatever the timing.
 
 from __future__ import annotations
 
-import os
 import queue
 import random
 import sqlite3
@@ -40,6 +39,7 @@ from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player, PlayOptions
 from healthlog.hae import parse
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.launcher import clean_env
 from healthlog.model import ParseResult, ParseStatus
 from healthlog.reconcile import reconcile
 
@@ -268,7 +268,7 @@ def test_fold_killed_at_random_moments_folds_every_delivery_exactly_as_a_clean_f
         "HEALTHLOG_PAGE_SIZE": "20",
         "HEALTHLOG_LOG_LEVEL": "WARNING",
     }
-    child_env = {**_without_healthlog_vars(), **env}
+    child_env = clean_env(env)
     started = time.monotonic()
     starts = kills = poison_deaths = mid_fold = 0
     poison_ids = {d for d, kind in kinds.items() if kind == "poison"}
@@ -382,10 +382,6 @@ def _folds_cut_short(db: Path, poison: set[str]) -> int:
     finally:
         conn.close()
     return len({r[0] for r in rows} - poison)
-
-
-def _without_healthlog_vars() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
 
 
 def _tail(path: Path) -> str:

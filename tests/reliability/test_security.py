@@ -38,6 +38,7 @@ from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
 from healthlog.ingest import IngestDeps, IngestRequest, Reply
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.launcher import clean_env
 from healthlog.reconcile import reconcile
 from healthlog.wake import NullWaker
 
@@ -359,7 +360,7 @@ def test_no_log_line_at_debug_carries_anything_from_a_request(tmp_path: Path) ->
     journal.close()
     assert (counts["pending"], counts["failed"], counts["partial"] + counts["parsed"]) == (0, 1, 3)
 
-    cli_env = {**{k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}, **env}
+    cli_env = clean_env(env)
     for command in (
         ["status", "--json"],
         ["deliveries", "--json"],
@@ -435,7 +436,7 @@ LOOPBACK = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads Linux's /proc/net/tcp")
 def test_the_local_stack_binds_only_127_0_0_1_by_default(tmp_path: Path) -> None:
     port, fold_port, dashboard_port = free_port(), free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
+    env = clean_env()
     with open(tmp_path / "out.log", "wb") as out:
         process = subprocess.Popen(
             [str(BIN / "healthlog"), "serve", "--port", str(port), "--fold-port",
@@ -462,8 +463,7 @@ def test_the_local_stack_binds_only_127_0_0_1_by_default(tmp_path: Path) -> None
 def test_a_function_server_binds_only_127_0_0_1_unless_told(tmp_path: Path) -> None:
     port = free_port()
     source = ROOT / "functions" / "fold" / "main.py"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
-    env["HEALTHLOG_JOURNAL_URL"] = f"sqlite:///{tmp_path}/j.db"
+    env = clean_env({"HEALTHLOG_JOURNAL_URL": f"sqlite:///{tmp_path}/j.db"})
     process = subprocess.Popen(
         [sys.executable, "-m", "healthlog.localserver", "--target", "fold",
          "--source", str(source), "--port", str(port)],
