@@ -331,11 +331,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         dashboard["started"] = started
 
     def banner() -> None:
-        shown = "0.0.0.0" if args.host in ("0.0.0.0", "") else args.host  # noqa: S104
-        print(f"healthlog is taking deliveries at  http://{shown}:{args.port}/")
+        print(f"healthlog is taking deliveries at  {_http_url(args.host, args.port)}")
         if options.dashboard_port is not None:
             if dashboard["started"]:
-                print(f"the dashboard (read-only) is at    {_dashboard_url(options)}")
+                url = _http_url(options.dashboard_host, options.dashboard_port)
+                print(f"the dashboard (read-only) is at    {url}")
                 if options.dashboard_host not in ("127.0.0.1", "::1", "localhost"):
                     print("  (it asks for an account's token and shows only that account)")
             else:
@@ -379,10 +379,10 @@ def _keep_first_token(settings: Settings, token: str) -> Path:
     return path
 
 
-def _dashboard_url(options: Any) -> str:
-    host = options.dashboard_host
+def _http_url(host: str, port: int) -> str:
+    """The URL a banner shows for a server listening on ``host`` (a wildcard as 0.0.0.0)."""
     shown = "0.0.0.0" if host in ("0.0.0.0", "") else host  # noqa: S104
-    return f"http://{shown}:{options.dashboard_port}/"
+    return f"http://{shown}:{port}/"
 
 
 def cmd_dashboard(args: argparse.Namespace, settings: Settings) -> int:
@@ -407,8 +407,7 @@ def cmd_dashboard(args: argparse.Namespace, settings: Settings) -> int:
         )
 
         def banner(port: int) -> None:
-            shown = "0.0.0.0" if args.host in ("0.0.0.0", "") else args.host  # noqa: S104
-            print(f"healthlog dashboard (read-only) at  http://{shown}:{port}/")
+            print(f"healthlog dashboard (read-only) at  {_http_url(args.host, port)}")
             if sign_in:
                 print("sign in with an account's token; it shows only that account's data")
             if not is_loopback(args.host):
