@@ -150,24 +150,37 @@ def plot_metric(
         if not nights:
             raise NothingToPlot(_empty(metric, None, start, end, fields))
         return plot_nights(nights, path)
-    info = reads.main_field(metric, field)
+    catalog = reads.catalog()  # read once for every field looked up below
+    info = reads.main_field(metric, field, catalog=catalog)
     if resolution is None:
         resolution = pick_resolution(*_span(info, start, end))
     series = reads.series(
-        metric, field=info.field, start=start, end=end, resolution=resolution, source=source
+        metric,
+        field=info.field,
+        start=start,
+        end=end,
+        resolution=resolution,
+        source=source,
+        catalog=catalog,
     )
     if not any(s.value is not None for s in series.samples):
         raise NothingToPlot(_empty(metric, info.field, start, end, [info], source))
     if resolution is Resolution.RAW and info.kind is Kind.DISCRETE and info.field == "avg":
-        series = _with_raw_band(reads, series, start=start, end=end, source=source)
+        series = _with_raw_band(reads, series, start=start, end=end, source=source, catalog=catalog)
     return plot_series(series, path)
 
 
 def _with_raw_band(
-    reads: Reads, series: Series, *, start: str | None, end: str | None, source: str | None
+    reads: Reads,
+    series: Series,
+    *,
+    start: str | None,
+    end: str | None,
+    source: str | None,
+    catalog: Sequence[MetricInfo],
 ) -> Series:
     """Raw averages with the min and max sent beside them (heart rate), where there are."""
-    fields = {info.field for info in reads.metric_fields(series.metric)}
+    fields = {info.field for info in reads.metric_fields(series.metric, catalog)}
     if not {"min", "max"} <= fields:
         return series
     sent = {
@@ -180,6 +193,7 @@ def _with_raw_band(
                 end=end,
                 resolution=Resolution.RAW,
                 source=source,
+                catalog=catalog,
             ).samples
         }
         for name in ("min", "max")

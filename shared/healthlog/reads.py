@@ -342,18 +342,31 @@ class Reads:
             for (metric, field_, unit), entries in sorted(grouped.items())
         ]
 
-    def metric_fields(self, metric: str) -> list[MetricInfo]:
-        """The fields of ``metric``; UnknownName (naming the nearest) if it has none."""
-        catalog = self.catalog()
+    def metric_fields(
+        self, metric: str, catalog: Sequence[MetricInfo] | None = None
+    ) -> list[MetricInfo]:
+        """The fields of ``metric``; UnknownName (naming the nearest) if it has none.
+
+        ``catalog``: the account's ``catalog()`` when the caller has read it already (a
+        read that looks up several fields or metrics reads it once).
+        """
+        if catalog is None:
+            catalog = self.catalog()
         found = [info for info in catalog if info.metric == metric]
         if not found:
             names = sorted({info.metric for info in catalog})
             raise UnknownName(_unknown("metric", metric, names))
         return found
 
-    def main_field(self, metric: str, field_: str | None = None) -> MetricInfo:
+    def main_field(
+        self,
+        metric: str,
+        field_: str | None = None,
+        *,
+        catalog: Sequence[MetricInfo] | None = None,
+    ) -> MetricInfo:
         """The field asked for, or the one that stands for the metric."""
-        fields = self.metric_fields(metric)
+        fields = self.metric_fields(metric, catalog)
         by_name: dict[str, MetricInfo] = {}
         for info in fields:  # a field sent in two units: the unit with more points
             if info.field not in by_name or info.points > by_name[info.field].points:
@@ -382,9 +395,10 @@ class Reads:
         resolution: Resolution | None = None,
         source: str | None = None,
         limit: int = MAX_ROWS,
+        catalog: Sequence[MetricInfo] | None = None,
     ) -> Series:
         """A metric field over [start, end) at a resolution (default: from the range)."""
-        info = self.main_field(metric, field)
+        info = self.main_field(metric, field, catalog=catalog)
         if resolution is None:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
         kind = info.kind
@@ -433,8 +447,11 @@ class Reads:
     ) -> list[dict[str, Any]]:
         """A day a row: for each metric its day's value (sum or average), in day order."""
         days: dict[str, dict[str, Any]] = {}
+        catalog = self.catalog()
         for metric in metrics:
-            series = self.series(metric, start=start, end=end, resolution=Resolution.DAY)
+            series = self.series(
+                metric, start=start, end=end, resolution=Resolution.DAY, catalog=catalog
+            )
             for sample in series.samples:
                 days.setdefault(sample.t, {"day": sample.t})[metric] = sample.value
         return [days[day] for day in sorted(days)]

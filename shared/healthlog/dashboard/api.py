@@ -162,7 +162,8 @@ def series() -> Any:
         known = ", ".join(r.value for r in reads.Resolution)
         raise DashboardError(400, f"resolution: one of {known}") from None
     r = _reads()
-    info = r.main_field(metric, request.args.get("field") or None)
+    catalog = r.catalog()  # read once, for the field, the series and the other fields
+    info = r.main_field(metric, request.args.get("field") or None, catalog=catalog)
     bounds = _range()
     found = r.series(
         metric,
@@ -171,10 +172,11 @@ def series() -> Any:
         source=request.args.get("source") or None,
         start=bounds["start"],
         end=bounds["end"],
+        catalog=catalog,
     )
     return found.as_dict() | {
         "sources": list(info.sources),
-        "fields": [f.field for f in r.metric_fields(metric)],
+        "fields": [f.field for f in r.metric_fields(metric, catalog)],
         "first": info.first,
         "last": info.last,
         "start": bounds["start"].isoformat() if bounds["start"] else None,
