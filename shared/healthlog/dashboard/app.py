@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -219,9 +220,14 @@ def create_app(
 
     # --- pages: a template each, drawn by its JS from the API -------------------------
 
-    def page(name: str, title: str, **data: str) -> Any:
+    def page(
+        name: str, title: str, check: Callable[[reads.Reads], object] | None = None, **data: str
+    ) -> Any:
+        """A page, after ``check`` on the account's reads (its UnknownName, NotFound: a 404)."""
         if options.require_sign_in and session_account() is None:
             return redirect(url_for("sign_in_form"))
+        if check is not None and (found := page_reads()) is not None:
+            check(found)
         # one template for every page: its own JS (js/<page>.js) draws it from the API
         return render_template(
             "page.html",
@@ -255,12 +261,8 @@ def create_app(
 
     @app.get("/metrics/<metric>")
     def metric(metric: str) -> Any:
-        if options.require_sign_in and session_account() is None:
-            return redirect(url_for("sign_in_form"))
-        found = page_reads()
-        if found is not None:
-            found.metric_fields(metric)  # UnknownName: a 404 page naming the nearest
-        return page("metric", metric, metric=metric)
+        # UnknownName: a 404 page naming the nearest
+        return page("metric", metric, lambda r: r.metric_fields(metric), metric=metric)
 
     @app.get("/sleep")
     def sleep() -> Any:
@@ -272,12 +274,7 @@ def create_app(
 
     @app.get("/workouts/<path:identity>")
     def workout(identity: str) -> Any:
-        if options.require_sign_in and session_account() is None:
-            return redirect(url_for("sign_in_form"))
-        found = page_reads()
-        if found is not None:
-            found.workout(identity)  # NotFound: a 404 page
-        return page("workout", "Workout", identity=identity)
+        return page("workout", "Workout", lambda r: r.workout(identity), identity=identity)
 
     @app.get("/records")
     def records() -> Any:
@@ -289,12 +286,7 @@ def create_app(
 
     @app.get("/deliveries/<delivery_id>")
     def delivery(delivery_id: str) -> Any:
-        if options.require_sign_in and session_account() is None:
-            return redirect(url_for("sign_in_form"))
-        found = page_reads()
-        if found is not None:
-            found.delivery(delivery_id)  # NotFound: a 404 page
-        return page("delivery", "Delivery", delivery=delivery_id)
+        return page("delivery", "Delivery", lambda r: r.delivery(delivery_id), delivery=delivery_id)
 
     @app.get("/static/vendor/plotly.min.js")
     def plotly_js() -> Any:
