@@ -14,6 +14,7 @@ The account a request sees:
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import time
@@ -310,17 +311,12 @@ def _hostname(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-_PLOTLY: list[bytes] = []
-
-
+@functools.cache
 def _plotly_js() -> bytes:
     """plotly.js as the installed plotly package ships it (read once)."""
-    if not _PLOTLY:
-        from importlib import resources
+    from importlib import resources
 
-        ref = resources.files("plotly") / "package_data" / "plotly.min.js"
-        _PLOTLY.append(ref.read_bytes())
-    return _PLOTLY[0]
+    return (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
 
 
 def _error(status: int, message: str) -> Any:
