@@ -196,9 +196,6 @@ class Server(launcher.FunctionServer):
         """User + system CPU seconds used so far by the serving processes."""
         return sum(cpu_seconds(pid) for pid in self.worker_pids())
 
-    def log_tail(self, lines: int = 20) -> str:
-        return "\n".join(self.output().splitlines()[-lines:])
-
 
 def peak_rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
