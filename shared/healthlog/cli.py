@@ -853,25 +853,6 @@ def _plot_output(text: str) -> Path:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _one_account(journal: Journal, name: str | None) -> Account:
-    """The account chosen by --account or --token, or the journal's only one."""
-    account_id = _account_id(journal, name)
-    if account_id is None:
-        accounts = journal.accounts()
-        if len(accounts) != 1:
-            raise HealthlogError(
-                "no accounts yet"
-                if not accounts
-                else "this journal has several accounts: choose one with --account NAME "
-                "or --token -"
-            )
-        return accounts[0]
-    account = journal.get_account(account_id)
-    if account is None:
-        raise AccountNotFound("the account is gone")
-    return account
-
-
 def cmd_plot(args: argparse.Namespace, settings: Settings) -> int:
     from healthlog import plot
     from healthlog.reads import Reads, Resolution, UnknownName
@@ -884,7 +865,7 @@ def cmd_plot(args: argparse.Namespace, settings: Settings) -> int:
     journal = _journal(settings)
     try:
         drawn = plot.plot_metric(
-            Reads(journal, _one_account(journal, args.account)),
+            Reads.of(journal, _account_id(journal, args.account)),
             args.metric,
             args.output,
             field=args.field,

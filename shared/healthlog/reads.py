@@ -318,7 +318,9 @@ class Reads:
         if not accounts:
             raise AccountNotFound("no accounts yet: `healthlog account add NAME` makes one")
         if len(accounts) > 1:
-            raise HealthlogError("this journal has several accounts: choose one with --account")
+            raise HealthlogError(
+                "this journal has several accounts: choose one with --account NAME or --token -"
+            )
         return cls(journal, accounts[0])
 
     # --- names --------------------------------------------------------------------------
