@@ -194,7 +194,7 @@ class Night:
 
     @property
     def asleep_h(self) -> float:
-        return sum(v for k, v in self.stages.items() if k not in ("awake", "in_bed"))
+        return _asleep_h(self.stages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -505,9 +505,7 @@ class Reads:
         best: dict[str, Night] = {}
         for (label, source, _), night in sorted(nights.items()):
             stages = night["stages"]
-            if night["total"] > 0 and not any(
-                v for k, v in stages.items() if k not in ("awake", "in_bed")
-            ):
+            if night["total"] > 0 and not _asleep_h(stages):
                 stages["asleep"] += night["total"]
             candidate = Night(
                 label,
@@ -678,6 +676,11 @@ _STAGES = {
     "in_bed": "in_bed",
     "asleepunspecified": "asleep",
 }
+
+
+def _asleep_h(stages: dict[str, float]) -> float:
+    """The hours of sleep among a night's stages: all but awake and in bed."""
+    return sum(v for k, v in stages.items() if k not in ("awake", "in_bed"))
 
 
 def _stage(field_: str, text: str | None) -> str | None:
