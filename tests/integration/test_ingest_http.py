@@ -29,19 +29,12 @@ from healthlog.archive.local import TMP_DIR, LocalArchive
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, Delivery, ParseStatus
 
+from tests.conftest import samples
 from tests.integration.servers import ROOT, Server, function_server, ingest_rig
 
-SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "hae" / "samples"
 EVENTS = ROOT / "tests" / "events"
 LIMIT = 100_000
 WAIT_S = 10.0
-
-
-def sample_paths() -> list[Path]:
-    found = sorted(SAMPLES.glob("*.json"))
-    if not found:
-        pytest.fail(f"the HAE samples are missing: expected *.json in {SAMPLES}")
-    return found
 
 
 @dataclass
@@ -107,7 +100,7 @@ def big_object(size: int) -> bytes:
 # --- 200 -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", sample_paths(), ids=lambda p: p.stem[:40])
+@pytest.mark.parametrize("path", samples(), ids=lambda p: p.stem[:40])
 def test_sample_body_is_archived_byte_for_byte(stack: Stack, path: Path) -> None:
     body = path.read_bytes()
     reply = requests.post(

@@ -39,6 +39,7 @@ from healthlog.model import ParseStatus
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
 from tests import pg
+from tests.conftest import SAMPLES
 from tests.integration.servers import ROOT, local_http
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient
 
 EVENTS = ROOT / "tests" / "events"
-SAMPLES = ROOT / "tests" / "fixtures" / "hae" / "samples"
 SAMPLE = SAMPLES / "metrics_step-count_minute-agg_2021_ivailop7-sample.json"
 TOKEN = "hl_sample-event-token-not-a-real-secret-000000"  # the one in function_url_v2.json
 REGION = "us-east-1"

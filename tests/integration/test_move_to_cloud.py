@@ -37,12 +37,12 @@ from healthlog.journal.sqlite import SqliteJournal
 from healthlog.wake import NullWaker
 
 from tests import pg
+from tests.conftest import SAMPLES
 from tests.integration.servers import ROOT
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-SAMPLES = ROOT / "tests" / "fixtures" / "hae" / "samples"
 EVENTS = ROOT / "tests" / "events"
 REGION = "us-east-1"
 
