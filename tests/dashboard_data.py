@@ -197,13 +197,20 @@ def fold_sample(journal: Journal, archive: Archive) -> Folded:
     return folded
 
 
+def build(where: Path) -> Folded:
+    """The sample folded into ``where``: a migrated journal.db and its archive/."""
+    journal = SqliteJournal(str(where / "journal.db"))
+    journal.migrate()
+    try:
+        return fold_sample(journal, LocalArchive(where / "archive"))
+    finally:
+        journal.close()
+
+
 def main(folder: str) -> None:
     where = Path(folder)
     where.mkdir(parents=True, exist_ok=True)
-    journal = SqliteJournal(str(where / "journal.db"))
-    journal.migrate()
-    folded = fold_sample(journal, LocalArchive(where / "archive"))
-    journal.close()
+    folded = build(where)
     print(json.dumps({"alice_token": folded.alice.token, "bob_token": folded.bob.token}))
 
 

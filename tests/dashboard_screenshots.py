@@ -11,12 +11,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from healthlog.archive.local import LocalArchive
-from healthlog.journal.sqlite import SqliteJournal
 from healthlog.launcher import free_port
 
 from tests import browser
-from tests.dashboard_data import WORKOUT_ID, fold_sample
+from tests.dashboard_data import WORKOUT_ID, build
 
 SHOTS = {
     "overview": ("/", 1080),
@@ -33,10 +31,7 @@ SHOTS = {
 def main(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        journal = SqliteJournal(str(folder / "journal.db"))
-        journal.migrate()
-        folded = fold_sample(journal, LocalArchive(folder / "archive"))
-        journal.close()
+        folded = build(folder)
         port = free_port()
         shots = {**SHOTS, "delivery": (f"/deliveries/{folded.failed_id}", 900)}
         with (

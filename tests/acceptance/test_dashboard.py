@@ -19,12 +19,10 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
-from healthlog.archive.local import LocalArchive
-from healthlog.journal.sqlite import SqliteJournal
 from healthlog.launcher import free_port
 
 from tests import browser
-from tests.dashboard_data import BOB_SOURCE, BOB_STEPS, GAP, WORKOUT_ID, Folded, fold_sample
+from tests.dashboard_data import BOB_SOURCE, BOB_STEPS, GAP, WORKOUT_ID, Folded, build
 
 PAGES = {
     "overview": "/",
@@ -62,11 +60,7 @@ class Site:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Folded, Path]:
     folder = tmp_path_factory.mktemp("dashboard-data")
-    journal = SqliteJournal(str(folder / "journal.db"))
-    journal.migrate()
-    folded = fold_sample(journal, LocalArchive(folder / "archive"))
-    journal.close()
-    return folded, folder
+    return build(folder), folder
 
 
 @pytest.fixture(scope="module")

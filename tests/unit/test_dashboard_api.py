@@ -29,18 +29,14 @@ from tests.dashboard_data import (
     GAP,
     WORKOUT_ID,
     Folded,
-    fold_sample,
+    build,
 )
 
 
 @pytest.fixture(scope="module")
 def folded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Folded, Path]]:
     where = tmp_path_factory.mktemp("dashboard")
-    journal = SqliteJournal(str(where / "journal.db"))
-    journal.migrate()
-    data = fold_sample(journal, LocalArchive(where / "archive"))
-    journal.close()
-    yield data, where
+    yield build(where), where
 
 
 def make_app(where: Path, **options: object) -> Flask:
