@@ -140,7 +140,7 @@ def run_stack(
         )
         if options.dashboard_port is not None:
             try:
-                dashboard = start_dashboard(options, fold_env)
+                dashboard = start_dashboard(options, env)  # no wake-up secret: it reads only
             except launcher.NotListening:
                 log.event(logger, logging.WARNING, "serve.dashboard_not_started")
             on_dashboard(dashboard is not None)

@@ -264,7 +264,9 @@ def test_account_add_of_a_taken_name_is_a_clear_error_without_a_token(
     captured = capsys.readouterr()
     assert "an account named 'bob' exists" in captured.err
     assert "hl_" not in captured.err + captured.out
-    assert [a.name for a in SqliteJournal(str(env / "journal.db")).accounts()] == ["bob"]
+    journal = SqliteJournal(str(env / "journal.db"))
+    assert [a.name for a in journal.accounts()] == ["bob"]
+    journal.close()
 
 
 def _refuse(error: type[Exception]) -> Any:
