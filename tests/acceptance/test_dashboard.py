@@ -173,6 +173,13 @@ def test_the_coverage_calendar_shows_the_gap(driver: Any, site: Site) -> None:
     advice = block.find_element("css selector", f"[data-gap='{GAP[0]}/{GAP[1]}']").text
     assert "Manual Export" in advice
     full.click()  # the cell opens the metric page for that day
+    # the coverage page is drawn too: wait for the navigation, then for the new page
+    browser.wait_until(
+        driver,
+        lambda d: urlsplit(d.current_url).path == "/metrics/step_count",
+        30,
+        "the calendar cell did not open the metric page",
+    )
     browser.wait_ready(driver)
     chart = driver.find_element("id", "chart")
     assert chart.get_attribute("data-resolution") == "minute"
@@ -228,7 +235,13 @@ def test_sign_in_shows_only_that_accounts_data(
         )
         assert reply == 404
         driver.find_element("css selector", "form.sign-out button").click()
-        assert urlsplit(driver.current_url).path == "/sign-in"
+        # the click submits a form: wait for the navigation it starts, not the click
+        browser.wait_until(
+            driver,
+            lambda d: urlsplit(d.current_url).path == "/sign-in",
+            30,
+            "signing out did not lead to the sign-in page",
+        )
         status = driver.execute_script("return fetch('/api/status').then(r => r.status)")
         assert status == 401
 
