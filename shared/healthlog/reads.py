@@ -248,6 +248,30 @@ class RouteSummary:
     bbox: tuple[float, float, float, float] | None  # min lon, min lat, max lon, max lat
 
 
+@dataclass(frozen=True, slots=True)
+class Split:
+    """One stretch of a route: its number, length, and time (when its fixes have times)."""
+
+    number: int  # 1, 2, ...
+    distance_m: float  # every_m, less for the last stretch
+    duration_s: float | None  # None when the route's fixes have no times
+
+    @property
+    def pace_s_per_km(self) -> float | None:
+        if self.duration_s is None or self.distance_m <= 0:
+            return None
+        return round(self.duration_s / self.distance_m * 1000, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class HeartRateStats:
+    samples: int
+    min: float
+    avg: float
+    max: float
+    unit: str | None
+
+
 @dataclass(frozen=True)
 class Workout:
     identity: str
@@ -264,6 +288,29 @@ class Workout:
 
     def route_summary(self) -> RouteSummary:
         return summarise_route(self.route())
+
+    def splits(self, every_m: float = 1000.0) -> list[Split]:
+        """The route's splits of ``every_m`` metres (``route_splits``)."""
+        return route_splits(self.route(), every_m)
+
+    def heart_rate_stats(self, series: str = "heartRateData") -> HeartRateStats | None:
+        """Min, average and max of a heart-rate series (the samples' ``qty``), or None.
+
+        A v2 sample's ``qty`` is its ``Avg`` (its own Min and Max are in ``extra``): the
+        average is of the samples, the min and max of their averages.
+        """
+        items = [i for i in self.series.get(series, []) if i.qty is not None]
+        if not items:
+            return None
+        values = [i.qty for i in items if i.qty is not None]
+        units = sorted({i.unit for i in items if i.unit})
+        return HeartRateStats(
+            samples=len(values),
+            min=min(values),
+            avg=round(sum(values) / len(values), 2),
+            max=max(values),
+            unit=units[0] if units else None,
+        )
 
 
 # --- the reads ------------------------------------------------------------------------------
@@ -655,6 +702,39 @@ def summarise_route(route: Iterable[Item]) -> RouteSummary:
     lats = [i.lat for i in fixes if i.lat is not None]
     bbox = (min(lons), min(lats), max(lons), max(lats))
     return RouteSummary(len(fixes), round(distance, 1), round(gain, 1), bbox)
+
+
+def route_splits(route: Sequence[Item], every_m: float = 1000.0) -> list[Split]:
+    """The route cut every ``every_m`` metres of great-circle distance, in order.
+
+    A split's duration is read off the fixes' times, each boundary placed between the two
+    fixes that straddle it in proportion to the distance (None when a fix has no time);
+    the last split is what is left, when anything is. No fixes, or a route that does not
+    move: no splits.
+    """
+    fixes = [i for i in route if i.lat is not None and i.lon is not None]
+    timed = all(i.t is not None for i in fixes)
+    seconds = [from_text(i.t).timestamp() if i.t is not None else 0.0 for i in fixes]
+    splits: list[Split] = []
+    done = 0.0  # the distance up to the last boundary
+    at = 0.0  # the distance up to the current fix
+    boundary_s = seconds[0] if fixes else 0.0
+    for n in range(1, len(fixes)):
+        a, b = fixes[n - 1], fixes[n]
+        step = _haversine_m(a.lat, a.lon, b.lat, b.lon)  # type: ignore[arg-type]
+        while step > 0 and at + step >= done + every_m:
+            share = (done + every_m - at) / step
+            crossed = seconds[n - 1] + share * (seconds[n] - seconds[n - 1])
+            duration = round(crossed - boundary_s, 1) if timed else None
+            splits.append(Split(len(splits) + 1, every_m, duration))
+            done += every_m
+            boundary_s = crossed
+        at += step
+    rest = at - done
+    if rest >= 0.5:  # less than half a metre left is rounding, not a stretch
+        duration = round(seconds[-1] - boundary_s, 1) if timed else None
+        splits.append(Split(len(splits) + 1, round(rest, 1), duration))
+    return splits
 
 
 def _haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
