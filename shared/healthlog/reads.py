@@ -618,6 +618,13 @@ class Reads:
         """The sections other than metrics that the account has, with their records."""
         return dict(sorted(self.journal.summary(self.account.id).records.items()))
 
+    def require_section(self, section: str) -> int:
+        """The records of ``section``; UnknownName (naming the nearest) if it has none."""
+        have = self.sections()
+        if section not in have:
+            raise UnknownName(_unknown("section", section, sorted(have)))
+        return have[section]
+
     # --- the truth about the data and the deliveries -------------------------------------
 
     def coverage(
