@@ -214,6 +214,19 @@ def build_parser() -> argparse.ArgumentParser:
     _json_flag(p)
     p.set_defaults(run=cmd_coverage)
 
+    p = sub.add_parser(
+        "mcp",
+        help="an MCP server over one account's data, for an assistant (needs healthlog[mcp])",
+        description="Serve read-only tools over one account's showcase to an MCP client "
+        "(a desktop assistant): over stdio, or streamable HTTP on 127.0.0.1 with --http. "
+        "It never writes to the journal. docs/mcp.md.",
+    )
+    p.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="with --http: a loopback address only")
+    p.add_argument("--port", type=int, default=8765, help="with --http: the port (8765)")
+    _account_flag(p)
+    p.set_defaults(run=cmd_mcp)
+
     p = sub.add_parser("reconcile", help="journal archived bodies that have no journal row")
     _json_flag(p)
     p.set_defaults(run=cmd_reconcile)
@@ -895,6 +908,27 @@ def cmd_coverage(args: argparse.Namespace, settings: Settings) -> int:
         journal.close()
     _emit(args, [c.as_dict() for c in found], coverage_report.text(found))
     return 0
+
+
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from healthlog import mcp_server
+    from healthlog.reads import Reads
+
+    if args.account == "-" and isinstance(args.account, _Token) and not args.http:
+        raise HealthlogError("--token - reads stdin, which carries the MCP protocol: use --http")
+    mcp_server.refuse_off_loopback(args.http, args.host)
+    journal = mcp_server.open_readonly(settings)  # not _journal: migrating would write
+    try:
+        reads = Reads.of(journal, _account_id(journal, args.account))
+
+        def banner(url: str) -> None:
+            print(f"healthlog MCP server (read-only) at  {url}", file=sys.stderr, flush=True)
+
+        return mcp_server.serve(
+            reads, settings, http=args.http, host=args.host, port=args.port, on_ready=banner
+        )
+    finally:
+        journal.close()
 
 
 def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,0 +1,691 @@
+"""``healthlog mcp``: an MCP server over one account's showcase (docs/mcp.md).
+
+Read-only tools for an assistant, each a thin wrapper over ``healthlog.reads.Reads``
+(and ``healthlog.sql_guard`` for the SQL tool), on the official ``mcp`` SDK: stdio by
+default, streamable HTTP on 127.0.0.1 with ``--http``.
+
+Answers are sized for a model: every tool has a row limit (and a ceiling it cannot be
+raised above), says ``truncated`` with a ``note`` on how to narrow the question when it
+cuts, and no answer is longer than ``MAX_CHARS`` characters. Times in: ISO 8601 dates or
+date-times; one without an offset is read in the ``time_zone`` argument, else in the
+account's zone (``healthlog account set-tz``). Times out: ISO 8601 with the offset the
+phone had (or in ``time_zone`` when given); a bucket is labelled by its start on the
+phone's clock. Every value comes with its unit.
+
+A bad argument is an MCP error result (``isError``) that names the problem and the
+nearest valid choice, never a traceback. Nothing of the data is logged: the SDK's own
+log is set to warnings, and an unexpected failure is logged by its type only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Annotated, Any, Literal, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import orjson
+from pydantic import Field
+
+from healthlog import coverage_report, log, reads, sql_guard
+from healthlog.config import Settings
+from healthlog.errors import HealthlogError
+from healthlog.journal import migrate
+from healthlog.journal.port import Journal
+from healthlog.journal.rows import from_text
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import CallToolResult, TextContent, ToolAnnotations
+except ImportError:  # the tools' annotations need them at import
+    raise HealthlogError("healthlog mcp needs the extra: pip install 'healthlog[mcp]'") from None
+
+logger = logging.getLogger("healthlog.mcp")
+
+#: no answer is longer than this, in characters of compact JSON
+MAX_CHARS = 60_000
+DEFAULT_PORT = 8765
+
+T = TypeVar("T")
+
+Start = Annotated[
+    str | None,
+    Field(
+        description="ISO 8601 date or date-time, inclusive (e.g. 2026-03-01, "
+        "2026-03-01T08:00, 2026-03-01T08:00+01:00); default: from the first data"
+    ),
+]
+End = Annotated[
+    str | None,
+    Field(description="ISO 8601 date or date-time, exclusive; default: to the last data"),
+]
+TimeZone = Annotated[
+    str | None,
+    Field(
+        description="IANA zone (e.g. Europe/Berlin) to read times without an offset in and "
+        "to show times in; default: the account's zone in, the phone's own offset out"
+    ),
+]
+ResolutionName = Literal["raw", "minute", "hour", "day", "week", "month"]
+
+
+class BadArgument(HealthlogError):
+    """An argument a tool cannot use; the message names it and what would do."""
+
+
+class Clock:
+    """How a tool reads times without an offset, and shows the times it returns."""
+
+    def __init__(self, account_zone: str, asked: str | None) -> None:
+        self.shown: tzinfo | None = _zone(asked) if asked else None
+        self.read_in: tzinfo = self.shown or _zone(account_zone)
+
+    def parse(self, name: str, text: str | None) -> datetime | None:
+        if text is None or not text.strip():
+            return None
+        try:
+            at = datetime.fromisoformat(text.strip().replace(" ", "T"))
+        except ValueError:
+            raise BadArgument(
+                f"{name}: {text!r} is not an ISO 8601 date or date-time (e.g. 2026-03-01 or "
+                "2026-03-01T08:00+01:00)"
+            ) from None
+        return at if at.tzinfo is not None else at.replace(tzinfo=self.read_in)
+
+    def range(self, start: str | None, end: str | None) -> tuple[datetime | None, datetime | None]:
+        first, last = self.parse("start", start), self.parse("end", end)
+        if first is not None and last is not None and last <= first:
+            raise BadArgument(
+                f"end ({end}) is not after start ({start}): the range is start inclusive to "
+                "end exclusive; swap them"
+            )
+        return first, last
+
+    def show(self, local_iso: str | None) -> str | None:
+        """A time with its offset (from reads) as it is, or in the zone asked for."""
+        if local_iso is None or self.shown is None:
+            return local_iso
+        return datetime.fromisoformat(local_iso).astimezone(self.shown).isoformat()
+
+    def show_utc(self, utc_text: str | None) -> str | None:
+        """A stored UTC time in the zone asked for, else in the account's zone."""
+        if utc_text is None:
+            return None
+        return from_text(utc_text).astimezone(self.shown or self.read_in).isoformat()
+
+
+def _zone(name: str) -> tzinfo:
+    if name == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise BadArgument(
+            f"time_zone: {name!r} is not an IANA zone name (e.g. Europe/Berlin, UTC)"
+        ) from None
+
+
+def _limit(name: str, value: int, top: int) -> int:
+    if not 1 <= value <= top:
+        raise BadArgument(f"{name}: between 1 and {top} (got {value})")
+    return value
+
+
+def _cut(rows: list[T], limit: int, narrow: str) -> tuple[list[T], dict[str, Any]]:
+    """At most ``limit`` rows, and what the answer says about it."""
+    if len(rows) <= limit:
+        return rows, {"truncated": False}
+    return rows[:limit], {
+        "truncated": True,
+        "note": f"only the first {limit} of {len(rows)} are here: {narrow}",
+    }
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
+    """The MCPServer with every tool, over ``r``'s account and ``guard``'s views."""
+    server = MCPServer(
+        "healthlog",
+        instructions=(
+            "Apple Health data of one person, as received from the Health Auto Export app "
+            "and kept by healthlog. Start with `catalog` to see the metrics, their units and "
+            "extent; prefer summarised reads (metric_series at day/week/month, "
+            "daily_summary) to raw points. Times are ISO 8601 with offsets."
+        ),
+        log_level="WARNING",
+    )
+    account = r.account
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+    def answer(work: Callable[[], dict[str, Any]]) -> CallToolResult:
+        try:
+            data = work()
+        except HealthlogError as exc:  # the messages of these name no value of the data
+            raise ToolError(str(exc)) from None
+        except Exception as exc:
+            log.event(logger, logging.ERROR, "mcp.tool_failed", error=type(exc).__name__)
+            raise ToolError(f"the read failed ({type(exc).__name__}); try again") from None
+        text = orjson.dumps(data).decode()
+        if len(text) > MAX_CHARS:
+            raise ToolError(
+                f"the answer would be {len(text)} characters, more than {MAX_CHARS}: lower "
+                "limit, narrow the range, or ask for a coarser resolution"
+            )
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=data
+        )
+
+    @server.tool(annotations=read_only)
+    def catalog(time_zone: TimeZone = None) -> CallToolResult:
+        """The metrics (each field with its unit, kind, points received, first and last
+        time, sources), the other sections with their record counts, and the sources."""
+
+        def work() -> dict[str, Any]:
+            clock = Clock(account.time_zone, time_zone)
+            metrics: dict[str, dict[str, Any]] = {}
+            sources: set[str] = set()
+            for info in r.catalog():
+                entry = metrics.setdefault(
+                    info.metric, {"metric": info.metric, "kind": info.kind.value, "fields": []}
+                )
+                entry["fields"].append(
+                    {
+                        "field": info.field,
+                        "unit": info.unit,
+                        "points": info.points,
+                        "first": clock.show_utc(info.first),
+                        "last": clock.show_utc(info.last),
+                        "sources": list(info.sources),
+                    }
+                )
+                sources.update(info.sources)
+            return {
+                "account_time_zone": account.time_zone,
+                "metrics": list(metrics.values()),
+                "sections": r.sections(),
+                "sources": sorted(sources),
+                "kinds": {
+                    "cumulative": "summed per bucket (steps, energy, distance...)",
+                    "discrete": "a reading: min, average and max per bucket",
+                },
+            }
+
+        return answer(work)
+
+    @server.tool(annotations=read_only)
+    def metric_series(
+        metric: Annotated[str, Field(description="a metric name from catalog, e.g. heart_rate")],
+        start: Start = None,
+        end: End = None,
+        resolution: Annotated[
+            ResolutionName | None,
+            Field(
+                description="bucket size on the phone's clock, or raw points; default: the "
+                "finest that fits the limit over the range"
+            ),
+        ] = None,
+        field: Annotated[
+            str | None, Field(description="one field (default: the one that stands for it)")
+        ] = None,
+        source: Annotated[str | None, Field(description="only this source's points")] = None,
+        limit: Annotated[int, Field(description="most rows, 1 to 2000")] = 500,
+        time_zone: TimeZone = None,
+    ) -> CallToolResult:
+        """One metric over a range, summarised in the database per bucket: a cumulative
+        metric's sum per bucket, a discrete one's min/avg/max, with the count of points;
+        or raw points (resolution raw). Bounded in rows: a resolution that gives more
+        buckets than the limit is refused with a coarser one to use."""
+
+        def work() -> dict[str, Any]:
+            top = _limit("limit", limit, 2000)
+            clock = Clock(account.time_zone, time_zone)
+            first, last = clock.range(start, end)
+            known = r.catalog()
+            info = r.main_field(metric, field, catalog=known)
+            chosen = reads.Resolution(resolution) if resolution else None
+            if chosen is None:
+                # the part of the range where the field has data
+                extent_start = max(filter(None, (first, from_text(info.first))))
+                extent_end = min(filter(None, (last, from_text(info.last) + timedelta(minutes=1))))
+                chosen = reads.auto_resolution(extent_start, extent_end, max_buckets=top)
+            series = r.series(
+                metric,
+                field=info.field,
+                start=first,
+                end=last,
+                resolution=chosen,
+                source=source,
+                limit=top,
+                catalog=known,
+            )
+            out: dict[str, Any] = {
+                "metric": metric,
+                "field": series.field,
+                "unit": series.unit,
+                "kind": series.kind.value,
+                "resolution": series.resolution.value,
+                "value_is": "sum" if series.kind is reads.Kind.CUMULATIVE else "average",
+                "start": first.isoformat() if first else None,
+                "end": last.isoformat() if last else None,
+                "fields": [f.field for f in r.metric_fields(metric, known)],
+            }
+            if chosen is reads.Resolution.RAW:
+                out["points"] = [
+                    {"t": clock.show(s.t), "value": s.value, "source": s.source}
+                    for s in series.samples
+                ]
+                out["truncated"] = series.truncated
+                if series.truncated:
+                    next_t = series.samples[-1].t if series.samples else None
+                    out["note"] = (
+                        f"only the first {top} points are here: ask again with start after "
+                        f"{next_t}, a narrower range, or a resolution such as hour or day"
+                    )
+                return out
+            if series.truncated:
+                coarser = [
+                    res.value
+                    for res in reads.Resolution
+                    if _order(res) > _order(chosen) and res is not reads.Resolution.RAW
+                ]
+                raise BadArgument(
+                    f"resolution {chosen.value} gives more than {top} buckets over this range: "
+                    f"use a coarser one ({', '.join(coarser) or 'month'}), narrow the range, "
+                    "or raise limit (at most 2000)"
+                )
+            out["buckets"] = [
+                {"start": s.t, "value": s.value, "min": s.min, "max": s.max, "count": s.count}
+                for s in series.samples
+            ]
+            out["truncated"] = False
+            return out
+
+        return answer(work)
+
+    @server.tool(annotations=read_only)
+    def daily_summary(
+        metrics: Annotated[
+            list[str],
+            Field(description="metric names from catalog (1 to 12)", min_length=1, max_length=12),
+        ],
+        start: Start = None,
+        end: End = None,
+        limit: Annotated[int, Field(description="most days, 1 to 400")] = 93,
+        time_zone: TimeZone = None,
+    ) -> CallToolResult:
+        """A day a row (the phone's local days) for several metrics at once: each day's sum
+        for a cumulative metric, its average for a discrete one, with the units."""
+
+        def work() -> dict[str, Any]:
+            top = _limit("limit", limit, 400)
+            clock = Clock(account.time_zone, time_zone)
+            first, last = clock.range(start, end)
+            known = r.catalog()
+            units = {}
+            for name in metrics:
+                info = r.main_field(name, catalog=known)
+                units[name] = {
+                    "field": info.field,
+                    "unit": info.unit,
+                    "value_is": "sum" if info.kind is reads.Kind.CUMULATIVE else "average",
+                }
+            days = r.daily(metrics, start=first, end=last)
+            shown, cut = _cut(days, top, "narrow the range (start, end)")
+            return {"metrics": units, "days": shown, **cut}
+
+        return answer(work)
+
+    @server.tool(annotations=read_only)
+    def sleep_nights(
+        start: Start = None,
+        end: End = None,
+        limit: Annotated[int, Field(description="most nights, 1 to 400")] = 60,
+        time_zone: TimeZone = None,
+    ) -> CallToolResult:
+        """Sleep per night (labelled by the date it ends on): hours per stage (deep, core,
+        rem, asleep unstaged, awake, in_bed), hours asleep, first and last segment, the
+        source kept (the one with the most sleep that night)."""
+
+        def work() -> dict[str, Any]:
+            top = _limit("limit", limit, 400)
+            clock = Clock(account.time_zone, time_zone)
+            first, last = clock.range(start, end)
+            nights = [
+                {
+                    "night": n.night,
+                    "asleep_h": round(n.asleep_h, 4),
+                    "stages_h": n.stages,
+                    "start": clock.show(n.start),
+                    "end": clock.show(n.end),
+                    "source": n.source,
+                }
+                for n in r.sleep_nights(start=first, end=last)
+            ]
+            shown, cut = _cut(nights, top, "narrow the range (start, end)")
+            return {"unit": "hr", "nights": shown, **cut}
+
+        return answer(work)
+
+    @server.tool(annotations=read_only)
+    def workouts(
+        start: Start = None,
+        end: End = None,
+        limit: Annotated[int, Field(description="most workouts, 1 to 500")] = 50,
+        time_zone: TimeZone = None,
+    ) -> CallToolResult:
+        """The workouts in a range: identity (for the workout tool), name, start, end,
+        source, duration (s), distance and energy as sent, with their units."""
+
+        def work() -> dict[str, Any]:
+            top = _limit("limit", limit, 500)
+            clock = Clock(account.time_zone, time_zone)
+            first, last = clock.range(start, end)
+            rows = [_workout_head(w, clock) for w in r.workouts(start=first, end=last)]
+            shown, cut = _cut(rows, top, "narrow the range (start, end)")
+            return {"workouts": shown, **cut}
+
+        return answer(work)
+
+    @server.tool(annotations=read_only)
+    def workout(
+        identity: Annotated[str, Field(description="a workout's identity from workouts")],
+        include_route: Annotated[
+            bool, Field(description="add the route's fixes (lat, lon, alt, t)")
+        ] = False,
+        route_limit: Annotated[int, Field(description="most route fixes, 1 to 2000")] = 500,
+        time_zone: TimeZone = None,
+    ) -> CallToolResult:
+        """One workout: its fields as sent, heart-rate stats (min/avg/max, bpm) and
+        recovery, splits per km from its route, and a route summary (distance, elevation
+        gain, bounding box); the route's fixes only with include_route."""
+
+        def work() -> dict[str, Any]:
+            top = _limit("route_limit", route_limit, 2000)
+            clock = Clock(account.time_zone, time_zone)
+            w = r.workout(identity)
+            summary = w.route_summary()
+            out = _workout_head(w, clock) | {
+                "body": w.body,
+                "series": sorted(w.series),
+                "heart_rate": _stats(w.heart_rate_stats()),
+                "heart_rate_recovery": _stats(w.heart_rate_stats("heartRateRecovery")),
+                "splits": [
+                    {
+                        "split": s.number,
+                        "distance_m": round(s.distance_m, 1),
+                        "duration_s": s.duration_s,
+                        "pace_s_per_km": s.pace_s_per_km,
+                    }
+                    for s in w.splits()
+                ],
+                "route_summary": {
+                    "points": summary.points,
+                    "distance_m": summary.distance_m,
+                    "elevation_gain_m": summary.elevation_gain_m,
+                    "bbox": list(summary.bbox) if summary.bbox else None,
+                    "bbox_is": "min lon, min lat, max lon, max lat (degrees)",
+                },
+            }
+            if include_route:
+                fixes = [
+                    {
+                        "t": clock.show(reads.local_text(i.t, w.utc_offset)),
+                        "lat": i.lat,
+                        "lon": i.lon,
+                        "alt_m": i.alt,
+                    }
+                    for i in w.route()
+                ]
+                out["route"], cut = _cut(fixes, top, "raise route_limit (at most 2000)")
+                out["route_truncated"] = cut["truncated"]
+                if "note" in cut:
+                    out["route_note"] = cut["note"]
+            return out
+
+        return answer(work)
+
+    @server.tool(annotations=read_only)
+    def records(
+        section: Annotated[
+            str,
+            Field(
+                description="stateOfMind, medications, symptoms, cycleTracking, ecg, "
+                "heartRateNotifications, heartbeatSeries (catalog lists those present)"
+            ),
+        ],
+        start: Start = None,
+        end: End = None,
+        limit: Annotated[int, Field(description="most records, 1 to 500")] = 50,
+        include_series: Annotated[
+            bool, Field(description="add each record's series (an ECG's voltages): large")
+        ] = False,
+        time_zone: TimeZone = None,
+    ) -> CallToolResult:
+        """The records of a section other than metrics and workouts, with their fields as
+        sent (an ECG's classification and average heart rate, a symptom's severity, ...)."""
+
+        def work() -> dict[str, Any]:
+            top = _limit("limit", limit, 500)
+            clock = Clock(account.time_zone, time_zone)
+            first, last = clock.range(start, end)
+            r.require_section(section)
+            rows = r.records(section, start=first, end=last, with_items=include_series)
+            for row in rows:
+                row["start"], row["end"] = clock.show(row["start"]), clock.show(row["end"])
+                for items in row.get("series", {}).values():
+                    for item in items:
+                        if "t" in item:
+                            item["t"] = clock.show(item["t"])
+            shown, cut = _cut(rows, top, "narrow the range (start, end)")
+            return {"section": section, "records": shown, **cut}
+
+        return answer(work)
+
+    @server.tool(annotations=read_only)
+    def coverage(
+        metric: Annotated[str | None, Field(description="one metric (default: all)")] = None,
+        start: Start = None,
+        end: End = None,
+        limit: Annotated[int, Field(description="most metrics, 1 to 200")] = 50,
+        time_zone: TimeZone = None,
+    ) -> CallToolResult:
+        """What is missing or late: per metric its first and last day with data, days with
+        data, gaps (days without data, for a metric with data on most days) with how to
+        send them again, points that arrived late per day; and the deliveries' statuses,
+        failures and uncovered keys."""
+
+        def work() -> dict[str, Any]:
+            top = _limit("limit", limit, 200)
+            clock = Clock(account.time_zone, time_zone)
+            first, last = clock.range(start, end)
+            found = r.coverage(metric=metric, start=first, end=last)
+            rows = []
+            for c in found:
+                rows.append(
+                    {
+                        "metric": c.metric,
+                        "first_day": c.first_day,
+                        "last_day": c.last_day,
+                        "days_with_data": len(c.days),
+                        "daily": c.daily,
+                        "gaps": [
+                            {"first": g.first, "last": g.last, "days": g.days} for g in c.gaps[:50]
+                        ],
+                        "gaps_total": len(c.gaps),
+                        "late_points": c.late_points,
+                        "late_days": dict(sorted(c.late.items())[-31:]),
+                    }
+                )
+            shown, cut = _cut(rows, top, "name one metric")
+            status = r.status()
+            return {
+                "metrics": shown,
+                **cut,
+                "resend": coverage_report.RESEND.replace("\n", " "),
+                "deliveries": {
+                    "counts": status.counts,
+                    "backlog": status.backlog,
+                    "last_delivery": clock.show_utc(_utc(status.last_delivery)),
+                    "failures": status.failures,
+                    "uncovered_keys": status.uncovered,
+                },
+                "days_are": "the phone's local days",
+            }
+
+        return answer(work)
+
+    sql_description = (
+        f"Guarded read-only SQL ({guard.dialect}) for what the other tools cannot answer: "
+        "one SELECT (WITH allowed), over these views of this account's data only, with a "
+        "row and a time limit; writes, a second statement, ATTACH, PRAGMA and any other "
+        "table are refused. Units are in the unit column; times in start/end are UTC; "
+        "my_points.local_start is the phone's local time.\n" + sql_guard.describe()
+    )
+
+    @server.tool(annotations=read_only, description=sql_description)
+    def sql(
+        query: Annotated[str, Field(description="one SELECT over the views below")],
+        limit: Annotated[int, Field(description="most rows, 1 to 1000")] = 200,
+        timeout_s: Annotated[float, Field(description="time limit, 0.1 to 30 seconds")] = 5.0,
+    ) -> CallToolResult:
+        def work() -> dict[str, Any]:
+            top = _limit("limit", limit, 1000)
+            if not 0.1 <= timeout_s <= 30:
+                raise BadArgument(f"timeout_s: between 0.1 and 30 (got {timeout_s})")
+            found = guard.run(query, limit=top, timeout_s=timeout_s)
+            out: dict[str, Any] = {
+                "dialect": guard.dialect,
+                "columns": found.columns,
+                "rows": found.rows,
+                "truncated": found.truncated,
+            }
+            if found.truncated:
+                out["note"] = (
+                    f"only the first {top} rows are here: aggregate (GROUP BY), add a WHERE "
+                    "on start, or raise limit (at most 1000)"
+                )
+            if found.cut_cells:
+                out["cells_cut"] = (
+                    f"{found.cut_cells} values longer than {sql_guard.CELL_CHARS} characters "
+                    "were cut; select a part of them (substr, json_extract / ->>)"
+                )
+            return out
+
+        return answer(work)
+
+    return server
+
+
+def _order(resolution: reads.Resolution) -> int:
+    return list(reads.Resolution).index(resolution)
+
+
+def _utc(at: datetime | None) -> str | None:
+    return None if at is None else at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _stats(stats: reads.HeartRateStats | None) -> dict[str, Any] | None:
+    if stats is None:
+        return None
+    return {
+        "samples": stats.samples,
+        "min": stats.min,
+        "avg": stats.avg,
+        "max": stats.max,
+        "unit": stats.unit,
+    }
+
+
+def _workout_head(w: reads.Workout, clock: Clock) -> dict[str, Any]:
+    body = w.body
+    return {
+        "identity": w.identity,
+        "name": w.name,
+        "start": clock.show(w.start),
+        "end": clock.show(w.end),
+        "source": w.source,
+        "duration_s": body.get("duration"),
+        "location": body.get("location"),
+        **{
+            key: body[key]
+            for key in ("distance", "activeEnergyBurned", "activeEnergy", "totalEnergy")
+            if isinstance(body.get(key), dict)
+        },
+    }
+
+
+# --- opening and running ------------------------------------------------------------------------
+
+
+def open_readonly(settings: Settings) -> Journal:
+    """The journal for reading: not migrated (that would write), not created if missing."""
+    import os
+
+    from healthlog import urls, wiring
+
+    location = urls.journal_location(settings.journal_url)
+    if isinstance(location, urls.SqliteLocation) and not os.path.isfile(location.path):
+        raise HealthlogError(
+            "no journal file at the journal URL's path (HEALTHLOG_JOURNAL_URL): nothing to read"
+        )
+    return wiring.open_journal(settings)
+
+
+def open_guard(settings: Settings, account_id: str) -> sql_guard.Guard:
+    from healthlog import urls
+
+    location = urls.journal_location(settings.journal_url)
+    if isinstance(location, urls.SqliteLocation):
+        head = migrate.head(migrate.load("sqlite"))
+        return sql_guard.SqliteGuard(location.path, account_id, head)
+    head = migrate.head(migrate.load("postgres"))
+    return sql_guard.PostgresGuard(location.url, account_id, head)
+
+
+def refuse_off_loopback(http: bool, host: str) -> None:
+    """HealthlogError unless the server would listen on this machine only."""
+    from healthlog.dashboard.server import is_loopback
+
+    if http and not is_loopback(host):
+        raise HealthlogError(
+            f"--host {host}: the MCP server listens on loopback only (127.0.0.1, ::1); to "
+            "reach it from another machine, forward the port over SSH"
+        )
+
+
+def serve(
+    r: reads.Reads,
+    settings: Settings,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    on_ready: Callable[[str], None] | None = None,
+) -> int:
+    """Serve the tools over stdio, or streamable HTTP on a loopback address, until stopped."""
+    refuse_off_loopback(http, host)
+    guard = open_guard(settings, r.account.id)
+    try:
+        server = build(r, guard)
+        log.event(logger, logging.INFO, "mcp.started", transport="http" if http else "stdio")
+        if not http:
+            server.run("stdio")
+            return 0
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+        if on_ready is not None:
+            on_ready(f"http://{'[::1]' if ':' in host else host}:{port}/mcp")
+        server.run("streamable-http", host=host, port=port, transport_security=security)
+        return 0
+    finally:
+        guard.close()
+        log.event(logger, logging.INFO, "mcp.stopped")

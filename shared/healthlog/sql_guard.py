@@ -1,0 +1,468 @@
+"""Guarded SQL over one account's showcase: what the MCP server's ``sql`` tool runs.
+
+A query sees only the views of ``VIEWS`` (docs/mcp.md lists their columns), each filtered
+to the account, never ``accounts``, token hashes, headers or another account's rows. It
+is refused unless it is one ``SELECT`` (or ``WITH ... SELECT``), and it runs with a row
+limit and a time limit. Several layers, each enough on its own for what it covers:
+
+1. ``check``: sqlglot parses the text in the backend's dialect. One statement, a query,
+   no data-changing node anywhere (a ``DELETE`` in a ``WITH``, ``SELECT ... INTO``), and
+   every table it reads, scope by scope, one of the views (a CTE of the same query is
+   the query's own). On PostgreSQL, functions sqlglot does not know as standard SQL must
+   be on ``PG_FUNCTIONS`` (so no ``pg_read_file``, ``dblink``, ``set_config``,
+   ``query_to_xml``, ``pg_sleep``, large objects...).
+2. The connection. SQLite: the file opened read-only (``mode=ro``), the views ``TEMP``
+   (in the connection's own temporary schema), and an authorizer that allows a
+   ``SELECT``, the reading of a view, of the journal's tables only *through* a view,
+   and functions but ``load_extension`` and the file ones; ``ATTACH`` is also limited
+   to 0 databases; a progress handler stops a query past its time. PostgreSQL: a
+   connection of its own with ``TEMP`` views (made once, before any query), each query
+   in a ``READ ONLY`` transaction with ``statement_timeout`` and a ``search_path`` that
+   holds only ``pg_catalog`` and ``pg_temp`` (an unqualified table name other than a
+   view finds nothing), rows read through a server-side cursor.
+3. The answer: at most ``limit`` rows, each cell at most ``CELL_CHARS`` characters.
+
+Error messages name the rule a query broke and never quote a value of the data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from healthlog.errors import HealthlogError
+
+Dialect = Literal["sqlite", "postgres"]
+
+#: characters of one cell in an answer; a longer value is cut and says so
+CELL_CHARS = 500
+
+
+class Refused(HealthlogError):
+    """A query the guard does not run, or one stopped by a limit; the message says why."""
+
+
+@dataclass(frozen=True)
+class View:
+    description: str
+    #: (column, what it holds); the SQL of each backend is in ``_SQLITE``/``_POSTGRES``
+    columns: tuple[tuple[str, str], ...]
+
+
+VIEWS: dict[str, View] = {
+    "my_points": View(
+        "every metric point of the showcase (the newest delivery of each)",
+        (
+            ("metric", "HAE's metric name, e.g. step_count, heart_rate"),
+            ("field", "qty; min/avg/max for heart rate; a sleep stage; systolic/diastolic"),
+            ("source", "the device or app that recorded it"),
+            ("start", "UTC time (SQLite: text like 2026-03-01T07:00:00.000000Z)"),
+            ("local_start", "the phone's local time, text YYYY-MM-DDTHH:MM:SS"),
+            ("utc_offset", "the phone's offset east of UTC in minutes (NULL: UTC)"),
+            ("end", "UTC end time for an interval, else NULL"),
+            ("qty", "the value, in unit"),
+            ("text", "a textual value (a sleep segment's stage), else NULL"),
+            ("unit", "the unit of qty"),
+            ("extra", "the point's other fields, JSON text"),
+            ("delivery_id", "the delivery that holds it"),
+        ),
+    ),
+    "my_records": View(
+        "the records of the other sections: workouts, ecg, symptoms, stateOfMind, ...",
+        (
+            ("section", "workouts, ecg, symptoms, stateOfMind, medications, ..."),
+            ("identity", "the record's key in its section"),
+            ("start", "UTC time"),
+            ("end", "UTC time"),
+            ("utc_offset", "minutes east of UTC"),
+            ("name", "e.g. a workout's name"),
+            ("source", "device or app"),
+            ("body", "the record's fields as sent, JSON text"),
+            ("delivery_id", "the delivery that holds it"),
+        ),
+    ),
+    "my_record_items": View(
+        "the series of records: a workout's route and heart rate, an ECG's voltages",
+        (
+            ("section", "as in my_records"),
+            ("identity", "as in my_records"),
+            ("series", "route, heartRateData, heartRateRecovery, voltageMeasurements, ..."),
+            ("seq", "position in the series"),
+            ("t", "UTC time"),
+            ("qty", "the value, in unit"),
+            ("lat", "latitude (route)"),
+            ("lon", "longitude (route)"),
+            ("alt", "altitude in metres (route)"),
+            ("unit", "unit of qty"),
+            ("extra", "other fields, JSON text"),
+        ),
+    ),
+    "my_deliveries": View(
+        "the deliveries the phone sent and how they were folded (no headers, no bodies)",
+        (
+            ("id", "the delivery's id"),
+            ("received_at", "UTC time"),
+            ("status", "pending, parsed, partial, failed"),
+            ("size", "bytes"),
+            ("content_type", "application/json or text/csv"),
+            ("points", "points folded from it"),
+            ("uncovered", "keys healthlog kept but could not read (JSON text on SQLite)"),
+            ("failure", "why it failed, a class name"),
+            ("attempts", "fold attempts so far"),
+            ("folded_at", "UTC time"),
+        ),
+    ),
+    "my_delivery_extents": View(
+        "what each delivery brought of each metric series (for late samples)",
+        (
+            ("delivery_id", "the delivery"),
+            ("metric", "metric name"),
+            ("field", "field"),
+            ("unit", "unit"),
+            ("source", "source"),
+            ("received_at", "UTC time the delivery came"),
+            ("first_start", "its earliest point's start, UTC"),
+            ("last_start", "its latest point's start, UTC"),
+            ("points", "points it brought"),
+        ),
+    ),
+}
+
+# the views' SQL: {account} is the account id as a quoted literal
+_SQLITE = {
+    "my_points": "SELECT metric, field, source, start, strftime('%Y-%m-%dT%H:%M:%S', start, "
+    "coalesce(utc_offset, 0) || ' minutes') AS local_start, utc_offset, \"end\", qty, text, "
+    "unit, extra, layer_id AS delivery_id FROM main.points WHERE account_id = {account}",
+    "my_records": 'SELECT section, identity, start, "end", utc_offset, name, source, body, '
+    "layer_id AS delivery_id FROM main.records WHERE account_id = {account}",
+    "my_record_items": "SELECT section, identity, series, seq, t, qty, lat, lon, alt, unit, "
+    "extra FROM main.record_items WHERE account_id = {account}",
+    "my_deliveries": "SELECT id, received_at, status, size, content_type, points, uncovered, "
+    "failure, attempts, folded_at FROM main.deliveries WHERE account_id = {account}",
+    "my_delivery_extents": "SELECT delivery_id, metric, field, unit, source, received_at, "
+    "first_start, last_start, points FROM main.delivery_extents WHERE account_id = {account}",
+}
+_POSTGRES = _SQLITE | {
+    "my_points": "SELECT metric, field, source, start, to_char((start + make_interval(mins => "
+    "coalesce(utc_offset, 0))) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') AS "
+    'local_start, utc_offset, "end", qty, text, unit, extra, layer_id AS delivery_id '
+    "FROM points WHERE account_id = {account}",
+}
+_POSTGRES = {name: sql.replace("main.", "") for name, sql in _POSTGRES.items()}
+
+#: PostgreSQL functions outside sqlglot's standard ones that a query may call; any other
+#: (pg_read_file, dblink, set_config, current_setting, query_to_xml, lo_import, pg_sleep...)
+#: is refused
+PG_FUNCTIONS = frozenset(
+    """
+    abs acos age array_length array_to_string asin atan atan2 btrim cardinality cbrt ceil
+    ceiling chr concat_ws corr covar_pop covar_samp cume_dist date_bin date_part degrees
+    dense_rank div every first_value floor format initcap isfinite json_agg
+    json_array_elements json_array_elements_text json_array_length json_build_object
+    json_each json_extract_path json_extract_path_text json_object_keys json_typeof
+    jsonb_agg jsonb_array_elements jsonb_array_elements_text jsonb_array_length
+    jsonb_build_object jsonb_each jsonb_extract_path jsonb_extract_path_text
+    jsonb_object_keys jsonb_typeof justify_days justify_hours justify_interval lag
+    last_value lead log10 lpad ltrim make_date make_interval make_time make_timestamp
+    make_timestamptz mode nth_value ntile percent_rank radians rank regexp_replace
+    regr_intercept regr_slope repeat reverse round row_number rpad rtrim sign split_part
+    stddev_pop stddev_samp string_to_array strpos timezone to_date to_number to_timestamp
+    translate trunc unnest var_pop var_samp width_bucket
+    """.split()  # noqa: SIM905 (a list of words, kept readable)
+)
+
+_WRITES: tuple[str, ...] = (
+    "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command", "Pragma",
+    "Copy", "Attach", "Detach", "Set", "Use", "Transaction", "Commit", "Rollback", "Into",
+    "Lock",
+)  # fmt: skip
+
+
+def describe() -> str:
+    """The views and their columns, as the ``sql`` tool's description shows them."""
+    lines = []
+    for name, view in VIEWS.items():
+        columns = ", ".join(column for column, _ in view.columns)
+        lines.append(f"{name} ({view.description}): {columns}")
+    return "\n".join(lines)
+
+
+def check(sql: str, dialect: Dialect) -> None:
+    """Refused unless ``sql`` is one query that reads only the views (see the module)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+    from sqlglot.optimizer.scope import traverse_scope
+
+    try:
+        trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+    except SqlglotError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise Refused(f"the query could not be parsed ({first[:200]})") from None
+    if not trees:
+        raise Refused("the query is empty")
+    if len(trees) > 1:
+        raise Refused("one statement only: remove the ';' and what follows it")
+    tree = trees[0]
+    if not isinstance(tree, exp.Query):
+        kind = type(tree).__name__.upper()
+        raise Refused(f"SELECT only: {kind} statements are refused (the SQL tool is read-only)")
+    for node in tree.walk():
+        kind = type(node).__name__
+        if kind in _WRITES:
+            raise Refused(f"SELECT only: {kind.upper()} is refused (the SQL tool is read-only)")
+        if isinstance(node, exp.Select) and node.args.get("into") is not None:
+            raise Refused("SELECT ... INTO is refused (the SQL tool is read-only)")
+        if isinstance(node, exp.Select) and node.args.get("locks"):
+            raise Refused("SELECT ... FOR UPDATE/SHARE is refused (the SQL tool is read-only)")
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    views = ", ".join(VIEWS)
+    for table in tree.find_all(exp.Table):
+        _check_table(table, ctes, views)
+    try:
+        scopes = traverse_scope(tree)
+    except SqlglotError:
+        raise Refused("the query's tables could not be resolved; simplify it") from None
+    for scope in scopes:
+        for source in scope.sources.values():
+            if isinstance(source, exp.Table):
+                _check_table(source, set(), views)
+    if dialect == "postgres":
+        for func in tree.find_all(exp.Func):
+            if isinstance(func, exp.Anonymous) and func.name.lower() not in PG_FUNCTIONS:
+                raise Refused(
+                    f"function {func.name!r} is not allowed in the SQL tool "
+                    "(aggregates, arithmetic, text, date and JSON functions are)"
+                )
+
+
+def _check_table(table: Any, ctes: set[str], views: str) -> None:
+    from sqlglot import exp
+
+    if isinstance(table.this, exp.Func):  # FROM generate_series(...): a function
+        return
+    name = table.name.lower()
+    if table.args.get("db") is not None or table.args.get("catalog") is not None:
+        raise Refused(f"{table.sql()!r}: name the views without a schema; the views: {views}")
+    if name not in VIEWS and name not in ctes:
+        raise Refused(f"no table {table.name!r} in the SQL tool; the views: {views}")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+# --- results ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool  # more rows than the limit: the first ones are here
+    cut_cells: int  # cells longer than CELL_CHARS, cut
+
+
+def _cell(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat(), False
+    if isinstance(value, decimal.Decimal):
+        return float(value), False
+    if isinstance(value, bytes | memoryview):
+        return f"<{len(bytes(value))} bytes>", False
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds(), False
+    if isinstance(value, list | dict):
+        import orjson
+
+        value = orjson.dumps(value, default=str).decode()
+    if isinstance(value, str) and len(value) > CELL_CHARS:
+        return value[:CELL_CHARS] + "…", True
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value, False
+    return str(value)[:CELL_CHARS], False
+
+
+def _answer(columns: list[str], fetched: Sequence[Sequence[Any]], limit: int) -> Answer:
+    rows, cut = [], 0
+    for row in fetched[:limit]:
+        out = []
+        for value in row:
+            shown, was_cut = _cell(value)
+            cut += was_cut
+            out.append(shown)
+        rows.append(out)
+    return Answer(columns, rows, len(fetched) > limit, cut)
+
+
+# --- the guards -------------------------------------------------------------------------------
+
+
+class Guard(Protocol):
+    dialect: Dialect
+
+    def run(self, sql: str, *, limit: int, timeout_s: float) -> Answer: ...
+
+    def close(self) -> None: ...
+
+
+_SQLITE_DENIED_FUNCTIONS = frozenset(
+    {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zipfile"}
+)
+
+
+class SqliteGuard:
+    """The SQL tool on a SQLite journal: a read-only connection of its own."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, path: str, account_id: str, expect_version: int) -> None:
+        if not os.path.isfile(path):
+            raise HealthlogError("no journal file at the journal URL's path")
+        uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+        self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        self._deadline = 0.0
+        try:
+            _check_version(self._conn.execute, expect_version)
+            for name, sql in _SQLITE.items():
+                self._conn.execute(
+                    f"CREATE TEMP VIEW {name} AS " + sql.format(account=_literal(account_id))
+                )
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise HealthlogError(f"the journal cannot be read ({type(exc).__name__})") from None
+        self._conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        self._conn.set_authorizer(self._authorize)
+        self._conn.set_progress_handler(self._past_deadline, 10_000)
+
+    def _authorize(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, view: str | None
+    ) -> int:
+        if action == sqlite3.SQLITE_SELECT:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_READ:
+            if db == "temp" and arg1 in VIEWS:
+                return sqlite3.SQLITE_OK
+            if db == "main" and view in VIEWS:  # a journal table, read by one of our views
+                return sqlite3.SQLITE_OK
+            if db is None:  # a recursive CTE reading itself: no table of any database
+                return sqlite3.SQLITE_OK
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_FUNCTION:
+            return (
+                sqlite3.SQLITE_DENY
+                if (arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS
+                else sqlite3.SQLITE_OK
+            )
+        if action == sqlite3.SQLITE_RECURSIVE:
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY
+
+    def _past_deadline(self) -> int:
+        return 1 if time.monotonic() > self._deadline else 0
+
+    def run(self, sql: str, *, limit: int, timeout_s: float) -> Answer:
+        check(sql, "sqlite")
+        with self._lock:
+            self._deadline = time.monotonic() + timeout_s
+            try:
+                cursor = self._conn.execute(sql)
+                try:
+                    fetched = cursor.fetchmany(limit + 1)
+                finally:
+                    cursor.close()
+            except sqlite3.OperationalError as exc:
+                if "interrupted" in str(exc):
+                    raise Refused(_timeout(timeout_s)) from None
+                raise Refused(f"SQLite refused the query: {_first_line(exc)}") from None
+            except sqlite3.Error as exc:
+                raise Refused(f"SQLite refused the query: {_first_line(exc)}") from None
+            columns = [d[0] for d in cursor.description or ()]
+        return _answer(columns, fetched, limit)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class PostgresGuard:
+    """The SQL tool on a PostgreSQL journal: a session of its own with TEMP views."""
+
+    dialect: Dialect = "postgres"
+
+    def __init__(self, url: str, account_id: str, expect_version: int) -> None:
+        import psycopg
+        from psycopg import sql as pgsql
+
+        self._psycopg = psycopg
+        try:
+            self._conn = psycopg.connect(url, connect_timeout=10, autocommit=False)
+        except psycopg.Error as exc:
+            raise HealthlogError(f"the journal cannot be reached ({type(exc).__name__})") from None
+        self._lock = threading.Lock()
+        try:
+            with self._conn.transaction():
+                self._conn.execute("SET TIME ZONE 'UTC'")
+                _check_version(self._conn.execute, expect_version)
+                for name, text in _POSTGRES.items():
+                    account = pgsql.Literal(account_id).as_string(self._conn)
+                    body = text.format(account=account)
+                    statement = f"CREATE TEMP VIEW {name} AS {body}"
+                    self._conn.execute(statement.encode())
+        except psycopg.Error as exc:
+            self._conn.close()
+            raise HealthlogError(f"the journal cannot be read ({type(exc).__name__})") from None
+        self._conn.commit()
+
+    def run(self, sql: str, *, limit: int, timeout_s: float) -> Answer:
+        check(sql, "postgres")
+        psycopg = self._psycopg
+        with self._lock:
+            try:
+                with self._conn.transaction():
+                    self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    ms = max(1, int(timeout_s * 1000))
+                    self._conn.execute(f"SET LOCAL statement_timeout = {ms}")
+                    self._conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+                    with self._conn.cursor(name="hl_sql_tool") as cursor:
+                        cursor.execute(sql.encode())
+                        fetched = cursor.fetchmany(limit + 1)
+                        columns = [d.name for d in cursor.description or ()]
+            except psycopg.errors.QueryCanceled:
+                raise Refused(_timeout(timeout_s)) from None
+            except psycopg.Error as exc:
+                what = f"{type(exc).__name__}, SQLSTATE {exc.sqlstate or '-'}"
+                detail = exc.diag.message_primary or ""
+                raise Refused(f"PostgreSQL refused the query ({what}): {detail[:200]}") from None
+        return _answer(columns, fetched, limit)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _check_version(execute: Callable[[str], Any], expect: int) -> None:
+    found = execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+    if found != expect:
+        raise HealthlogError(
+            f"the journal's schema is at version {found}, this healthlog reads {expect}: "
+            "run any other healthlog command once (it migrates), then start again"
+        )
+
+
+def _timeout(timeout_s: float) -> str:
+    return (
+        f"the query ran past the time limit ({timeout_s:g} s) and was stopped: narrow it "
+        "(a range of start, one metric, an aggregate instead of rows)"
+    )
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]

@@ -1,0 +1,485 @@
+"""``healthlog mcp`` through the SDK's own client: a real subprocess over stdio (and HTTP).
+
+The journal holds tests.dashboard_data's sample (alice and bob) and alice's real HAE
+walk with its route (tests/fixtures/hae/samples); each answer is compared with what
+``healthlog export`` gives for the same data, run beforehand on the same journal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from healthlog import launcher
+from healthlog.archive.local import LocalArchive
+from healthlog.fold.pass_ import FoldPass
+from healthlog.fold.player import Player
+from healthlog.journal.port import Journal
+from healthlog.journal.postgres import PostgresJournal
+from healthlog.journal.sqlite import SqliteJournal
+from mcp import Client, StdioServerParameters
+
+from tests import pg
+from tests.conftest import SAMPLES
+from tests.dashboard_data import BOB_SOURCE, BOB_STEPS, GAP, WORKOUT_ID, Folded, fold_sample
+
+#: the command line, as a desktop assistant would launch it
+HEALTHLOG = (sys.executable, "-m", "healthlog.cli")
+WALK = SAMPLES / "workouts_v1_walking_route-latlon_elevation_2021_irvinlim-test.json"
+TOOLS = {
+    "catalog",
+    "metric_series",
+    "daily_summary",
+    "sleep_nights",
+    "workouts",
+    "workout",
+    "records",
+    "coverage",
+    "sql",
+}
+
+
+@dataclass
+class Sample:
+    env: dict[str, str]
+    folded: Folded
+    db: Path | None  # the SQLite file, None on PostgreSQL
+
+
+def _fold(journal: Journal, where: Path) -> Folded:
+    journal.migrate()
+    archive = LocalArchive(where / "archive")
+    folded = fold_sample(journal, archive)
+    folded.alice.send(WALK.read_bytes())
+    FoldPass(journal, Player(journal, archive)).pass_once()
+    journal.close()
+    return folded
+
+
+def _env(journal_url: str, where: Path) -> dict[str, str]:
+    return launcher.clean_env(
+        {
+            "HEALTHLOG_JOURNAL_URL": journal_url,
+            "HEALTHLOG_ARCHIVE_URL": f"file://{where / 'archive'}",
+            "HEALTHLOG_LOG_LEVEL": "WARNING",
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def sqlite_sample(tmp_path_factory: pytest.TempPathFactory) -> Sample:
+    where = tmp_path_factory.mktemp("mcp")
+    folded = _fold(SqliteJournal(str(where / "journal.db")), where)
+    return Sample(_env(f"sqlite:///{where / 'journal.db'}", where), folded, where / "journal.db")
+
+
+@pytest.fixture(scope="module")
+def postgres_sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sample]:
+    with pg.fresh_database() as url:
+        where = tmp_path_factory.mktemp("mcp-pg")
+        folded = _fold(PostgresJournal(url), where)
+        yield Sample(_env(url, where), folded, None)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sample(request: pytest.FixtureRequest) -> Sample:
+    fixture: Sample = request.getfixturevalue(f"{request.param}_sample")
+    return fixture
+
+
+# --- talking to the server ---------------------------------------------------------------------
+
+
+class Session:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, arguments)
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert not result.is_error, text
+        assert result.structured_content == json.loads(text)
+        data: dict[str, Any] = result.structured_content
+        return data
+
+    async def error(self, tool: str, **arguments: Any) -> str:
+        result = await self.client.call_tool(tool, arguments)
+        assert result.is_error, f"{tool} {arguments} answered without an error"
+        text: str = result.content[0].text  # type: ignore[union-attr]
+        assert "Traceback" not in text
+        return text
+
+
+def session(sample: Sample, work: Callable[[Session], Awaitable[None]], *flags: str) -> None:
+    """Run ``work`` against ``healthlog mcp --account alice`` launched over stdio."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "healthlog.cli", "mcp", "--account", "alice", *flags],
+        env=sample.env,
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await work(Session(client))
+
+    anyio.run(main)
+
+
+def export(sample: Sample, *args: str) -> list[dict[str, Any]]:
+    """``healthlog export ... --format jsonl --account alice``, as rows."""
+    done = subprocess.run(
+        [*HEALTHLOG, "export", *args, "--format", "jsonl", "--account", "alice"],
+        env=sample.env,
+        capture_output=True,
+        check=True,
+        text=True,
+    )
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def local(start: str, offset: int | None) -> datetime:
+    zone = timezone(timedelta(minutes=offset or 0))
+    return datetime.fromisoformat(start.replace("Z", "+00:00")).astimezone(zone)
+
+
+def same_instant(a: str, b: str) -> bool:
+    return datetime.fromisoformat(a) == datetime.fromisoformat(b.replace("Z", "+00:00"))
+
+
+# --- the tools ---------------------------------------------------------------------------------
+
+
+def test_the_tool_list_and_its_schemas(sqlite_sample: Sample) -> None:
+    async def work(s: Session) -> None:
+        listed = {t.name: t for t in (await s.client.list_tools()).tools}
+        assert set(listed) == TOOLS
+        for tool in listed.values():
+            assert tool.description and len(tool.description) > 40
+            assert tool.annotations is not None and tool.annotations.read_only_hint is True
+            assert tool.input_schema["type"] == "object"
+        series = listed["metric_series"].input_schema
+        assert series["required"] == ["metric"]
+        assert set(series["properties"]) == {
+            "metric", "start", "end", "resolution", "field", "source", "limit", "time_zone",
+        }  # fmt: skip
+        resolution = json.dumps(series["properties"]["resolution"])
+        for name in ("raw", "hour", "day", "week", "month"):
+            assert f'"{name}"' in resolution
+        assert listed["daily_summary"].input_schema["required"] == ["metrics"]
+        assert listed["workout"].input_schema["required"] == ["identity"]
+        assert listed["records"].input_schema["required"] == ["section"]
+        assert listed["sql"].input_schema["required"] == ["query"]
+        sql_description = listed["sql"].description or ""
+        for view in ("my_points", "my_records", "my_record_items", "my_deliveries"):
+            assert view in sql_description
+        assert "token" not in sql_description and "accounts" not in sql_description
+
+    session(sqlite_sample, work)
+
+
+def test_each_answer_equals_what_export_gives(sample: Sample) -> None:
+    steps = export(sample, "--metric", "step_count")
+    resting = export(sample, "--metric", "resting_heart_rate")
+    sleep = export(sample, "--metric", "sleep_analysis")
+    workouts = {w["identity"]: w for w in export(sample, "--section", "workouts")}
+    ecg = export(sample, "--section", "ecg")
+    assert steps and resting and sleep and len(workouts) == 2 and ecg
+
+    steps_per_day: dict[str, float] = defaultdict(float)
+    for p in steps:
+        steps_per_day[local(p["start"], p["utc_offset"]).date().isoformat()] += p["qty"]
+    resting_per_day = {
+        local(p["start"], p["utc_offset"]).date().isoformat(): p["qty"] for p in resting
+    }
+    march = {d: v for d, v in steps_per_day.items() if d.startswith("2026-03")}
+
+    async def work(s: Session) -> None:
+        catalog = await s.ok("catalog")
+        by_metric = {m["metric"]: m for m in catalog["metrics"]}
+        step_field = by_metric["step_count"]["fields"][0]
+        assert by_metric["step_count"]["kind"] == "cumulative"
+        assert step_field["unit"] == steps[0]["unit"] == "count"
+        assert same_instant(step_field["first"], min(p["start"] for p in steps))
+        assert same_instant(step_field["last"], max(p["start"] for p in steps))
+        assert BOB_SOURCE not in step_field["sources"]
+        assert catalog["sections"]["workouts"] == 2 and catalog["sections"]["ecg"] == 1
+
+        raw = await s.ok("metric_series", metric="step_count", resolution="raw", limit=2000)
+        assert raw["unit"] == "count" and raw["truncated"] is False
+        assert [(p["value"], p["source"]) for p in raw["points"]] == [
+            (p["qty"], p["source"]) for p in steps
+        ]
+        for got, sent in zip(raw["points"], steps, strict=True):
+            assert got["t"] == local(sent["start"], sent["utc_offset"]).isoformat()
+
+        days = await s.ok(
+            "metric_series", metric="step_count", resolution="day", start="2026-03-01",
+            end="2026-04-01", time_zone="UTC",
+        )  # fmt: skip
+        assert (days["value_is"], days["unit"]) == ("sum", "count")
+        assert {b["start"]: b["value"] for b in days["buckets"]} == march
+        assert BOB_STEPS not in [b["value"] for b in days["buckets"]]
+
+        daily = await s.ok(
+            "daily_summary", metrics=["step_count", "resting_heart_rate"],
+            start="2026-03-01", end="2026-04-01", time_zone="UTC",
+        )  # fmt: skip
+        assert daily["metrics"]["resting_heart_rate"]["unit"] == resting[0]["unit"]
+        assert {d["day"]: d["step_count"] for d in daily["days"]} == march
+        assert {d["day"]: d["resting_heart_rate"] for d in daily["days"]} == resting_per_day
+
+        nights = (await s.ok("sleep_nights", limit=400))["nights"]
+        stages: dict[str, float] = defaultdict(float)
+        first = nights[0]
+        for p in sleep:
+            at = local(p["start"], p["utc_offset"])
+            if (at + timedelta(hours=12)).date().isoformat() == first["night"]:
+                stages[p["text"].lower()] += p["qty"]
+        assert first["stages_h"] == pytest.approx(dict(stages))
+        assert first["asleep_h"] == pytest.approx(sum(stages.values()) - stages["awake"])
+
+        listed = (await s.ok("workouts"))["workouts"]
+        assert {w["identity"] for w in listed} == set(workouts)
+        for w in listed:
+            sent = workouts[w["identity"]]
+            assert same_instant(w["start"], sent["start"])
+            assert w["name"] == sent["name"]
+
+        walk_id = next(i for i in workouts if i != WORKOUT_ID)
+        walk = await s.ok("workout", identity=walk_id, include_route=True, route_limit=2000)
+        route = [i for i in workouts[walk_id]["items"] if i["series"] == "route"]
+        assert [(f["lat"], f["lon"], f["alt_m"]) for f in walk["route"]] == [
+            (i["lat"], i["lon"], i.get("alt")) for i in route
+        ]
+        assert all(same_instant(f["t"], i["t"]) for f, i in zip(walk["route"], route, strict=True))
+        summary = walk["route_summary"]
+        assert summary["points"] == len(route)
+        assert summary["bbox"] == [
+            min(i["lon"] for i in route), min(i["lat"] for i in route),
+            max(i["lon"] for i in route), max(i["lat"] for i in route),
+        ]  # fmt: skip
+        assert sum(sp["distance_m"] for sp in walk["splits"]) == pytest.approx(
+            summary["distance_m"], abs=1
+        )
+        run = await s.ok("workout", identity=WORKOUT_ID)
+        beats = [i["qty"] for i in workouts[WORKOUT_ID]["items"] if i["series"] == "heartRateData"]
+        heart = run["heart_rate"]
+        assert (heart["samples"], heart["min"], heart["max"], heart["unit"]) == (
+            len(beats),
+            min(beats),
+            max(beats),
+            "count/min",
+        )
+        assert heart["avg"] == pytest.approx(sum(beats) / len(beats), abs=0.01)
+        assert "route" not in run and run["route_summary"]["points"] == 120
+        assert len(run["splits"]) >= 3  # a loop of about 3.6 km
+
+        ecg_answer = (await s.ok("records", section="ecg"))["records"][0]
+        assert ecg_answer["body"]["classification"] == ecg[0]["body"]["classification"]
+        assert ecg_answer["body"]["averageHeartRate"] == ecg[0]["body"]["averageHeartRate"]
+        assert "series" not in ecg_answer
+
+        found = (await s.ok("coverage", metric="step_count"))["metrics"][0]
+        assert found["days_with_data"] == len(steps_per_day)
+        assert (
+            found["gaps"] == [{"first": GAP[0].isoformat(), "last": GAP[1].isoformat(), "days": 3}]
+            or found["daily"] is False
+        )
+        statuses = (await s.ok("coverage"))["deliveries"]["counts"]
+        assert statuses["failed"] == 1 and statuses["partial"] == 1
+
+        total = await s.ok(
+            "sql", query="SELECT sum(qty) AS steps, count(*) AS n FROM my_points "
+            "WHERE metric = 'step_count'",
+        )  # fmt: skip
+        assert total["columns"] == ["steps", "n"]
+        assert total["rows"] == [[sum(p["qty"] for p in steps), len(steps)]]
+
+    session(sample, work)
+
+
+def test_limits_cut_and_say_so(sqlite_sample: Sample) -> None:
+    async def work(s: Session) -> None:
+        raw = await s.ok("metric_series", metric="step_count", resolution="raw", limit=5)
+        assert len(raw["points"]) == 5 and raw["truncated"] is True
+        assert "start after" in raw["note"]
+        nights = await s.ok("sleep_nights", limit=3)
+        assert len(nights["nights"]) == 3 and nights["truncated"] is True
+        assert "narrow" in nights["note"]
+        rows = await s.ok("sql", query="SELECT metric, qty FROM my_points", limit=4)
+        assert len(rows["rows"]) == 4 and rows["truncated"] is True and "GROUP BY" in rows["note"]
+        walk = await s.ok("workout", identity=WORKOUT_ID, include_route=True, route_limit=10)
+        assert len(walk["route"]) == 10 and walk["route_truncated"] is True
+        ecg = await s.ok("sql", query="SELECT body || body || body AS big FROM my_records")
+        assert "cells_cut" in ecg and max(len(r[0]) for r in ecg["rows"]) <= 501
+
+        too_fine = await s.error(
+            "metric_series", metric="step_count", resolution="minute", limit=20
+        )
+        assert "more than 20 buckets" in too_fine and "hour" in too_fine
+
+    session(sqlite_sample, work)
+
+
+def test_bad_arguments_name_the_problem(sqlite_sample: Sample) -> None:
+    async def work(s: Session) -> None:
+        assert "did you mean step_count" in await s.error("metric_series", metric="step_cont")
+        reversed_range = await s.error(
+            "metric_series", metric="step_count", start="2026-03-05", end="2026-03-01"
+        )
+        assert "not after start" in reversed_range
+        assert "'raw'" in await s.error("metric_series", metric="step_count", resolution="year")
+        assert "ISO 8601" in await s.error("sleep_nights", start="last tuesday")
+        assert "did you mean ecg" in await s.error("records", section="ecgg")
+        assert "no such workout" in await s.error("workout", identity="nope")
+        assert "IANA" in await s.error("catalog", time_zone="Mars/Olympus")
+        assert "between 1 and 2000" in await s.error("metric_series", metric="step_count", limit=0)
+
+    session(sqlite_sample, work)
+
+
+def test_the_sql_tool_refuses_what_is_not_one_read_of_this_account(sample: Sample) -> None:
+    async def work(s: Session) -> None:
+        refusals = {
+            "DELETE FROM my_points": "SELECT only",
+            "UPDATE my_points SET qty = 0": "SELECT only",
+            "INSERT INTO my_points (qty) VALUES (1)": "SELECT only",
+            "DROP VIEW my_points": "SELECT only",
+            "ATTACH DATABASE '/tmp/x.db' AS x": "",
+            "PRAGMA table_info(points)": "SELECT only",
+            "SELECT 1; SELECT 2": "one statement only",
+            "SELECT 1; DELETE FROM my_points": "one statement only",
+            "SELECT * FROM accounts": "no table 'accounts'",
+            "SELECT token_hash FROM accounts": "no table 'accounts'",
+            "SELECT headers FROM deliveries": "no table 'deliveries'",
+            "SELECT * FROM points WHERE source = 'x'": "no table 'points'",
+            "SELECT * FROM main.points": "without a schema",
+            "SELECT * FROM public.points": "without a schema",
+            "SELECT * FROM my_points UNION SELECT * FROM points": "no table 'points'",
+            "SELECT (SELECT max(qty) FROM points) AS m": "no table 'points'",
+            "SELECT * FROM (WITH accounts AS (SELECT 1) SELECT 1) s, accounts": "accounts",
+            "WITH x AS (DELETE FROM my_points RETURNING *) SELECT * FROM x": "refused",
+            "SELECT * INTO stolen FROM my_points": "refused",
+        }
+        if s_dialect == "postgres":
+            refusals |= {
+                "SELECT pg_read_file('/etc/passwd')": "not allowed",
+                "SELECT set_config('statement_timeout', '0', false)": "not allowed",
+                "SELECT query_to_xml('SELECT * FROM accounts', true, true, '')": "not allowed",
+                "SELECT pg_sleep(60)": "not allowed",
+                "SELECT * FROM pg_catalog.pg_authid": "without a schema",
+            }
+        for query, says in refusals.items():
+            message = await s.error("sql", query=query)
+            assert says in message, (query, message)
+        rows = await s.ok("sql", query="SELECT DISTINCT source FROM my_points")
+        assert [BOB_SOURCE] not in rows["rows"] and rows["rows"]
+        bob = await s.ok("sql", query=f"SELECT count(*) FROM my_points WHERE qty = {BOB_STEPS}")
+        assert bob["rows"] == [[0]]
+        slow = await s.error(
+            "sql",
+            query="WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+            "SELECT count(*) FROM n",
+            timeout_s=0.3,
+        )
+        assert "time limit" in slow
+
+    s_dialect = "sqlite" if sample.db is not None else "postgres"
+    session(sample, work)
+
+
+def test_the_server_never_writes_to_the_journal(sqlite_sample: Sample) -> None:
+    assert sqlite_sample.db is not None
+    files = sorted(sqlite_sample.db.parent.glob("journal.db*"))
+
+    def digest() -> dict[str, str]:
+        return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.exists()}
+
+    before = digest()
+
+    async def work(s: Session) -> None:
+        for tool, arguments in (
+            ("catalog", {}),
+            ("metric_series", {"metric": "step_count"}),
+            ("daily_summary", {"metrics": ["step_count"]}),
+            ("sleep_nights", {}),
+            ("workouts", {}),
+            ("workout", {"identity": WORKOUT_ID, "include_route": True}),
+            ("records", {"section": "symptoms"}),
+            ("coverage", {}),
+            ("sql", {"query": "SELECT count(*) FROM my_record_items"}),
+        ):
+            await s.ok(tool, **arguments)
+        await s.error("sql", query="DELETE FROM my_points")
+
+    session(sqlite_sample, work)
+    assert digest() == before
+
+
+def test_streamable_http_listens_on_loopback_only(sqlite_sample: Sample) -> None:
+    port = launcher.free_port()
+    process = subprocess.Popen(
+        [*HEALTHLOG, "mcp", "--account", "alice", "--http", "--port", str(port)],
+        env=sqlite_sample.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        launcher.wait_listening(process, "127.0.0.1", port)
+        listening = _listening_addresses(port)
+        assert listening == {"127.0.0.1"}, listening
+
+        async def main() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+
+        anyio.run(main)
+    finally:
+        launcher.stop(process)
+
+    refused = subprocess.run(
+        [*HEALTHLOG, "mcp", "--http", "--host", "0.0.0.0"],
+        env=sqlite_sample.env,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and "loopback only" in refused.stderr
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """The local addresses of the sockets listening on ``port`` (Linux /proc/net/tcp)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            for line in list(lines)[1:]:
+                local_address, state = line.split()[1], line.split()[3]
+                address, hex_port = local_address.split(":")
+                if state == "0A" and int(hex_port, 16) == port:
+                    if len(address) == 8:
+                        octets = bytes.fromhex(address)[::-1]
+                        found.add(".".join(str(b) for b in octets))
+                    else:
+                        found.add(address)
+    return found
+
+
+def test_token_from_stdin_needs_http(sqlite_sample: Sample) -> None:
+    done = subprocess.run(
+        [*HEALTHLOG, "mcp", "--token", "-"],
+        env=sqlite_sample.env,
+        input=sqlite_sample.folded.alice.token + "\n",
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "use --http" in done.stderr
+    assert sqlite_sample.folded.alice.token not in done.stderr
