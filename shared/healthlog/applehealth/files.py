@@ -1,0 +1,269 @@
+"""Where an export's files are: an ``export.zip``, its unzipped folder, or a bare ``export.xml``.
+
+``open_export(path)`` gives an ``Export``: the ``export.xml`` stream (with the XML's own
+DTD cut out, see ``WithoutDoctype``), and the export's other files by their path inside
+the export (``workout-routes/route_2024-03-30_8.02am.gpx``,
+``electrocardiograms/ecg_2024-03-30.csv``). A path that would leave the export (``..``,
+an absolute path outside it) is refused: nothing outside the export is ever opened.
+
+The zip the Health app writes holds one folder, ``apple_health_export/`` (localized on
+some phones), with ``export.xml`` in it; a zip that someone re-packed may hold
+``export.xml`` at its top. Both are read: the export's root is the folder that holds
+``export.xml``.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from healthlog.errors import HealthlogError
+
+EXPORT_XML = "export.xml"
+# how much of the file's head is searched for the end of its DOCTYPE
+_HEAD_LIMIT = 4 * 1024 * 1024
+
+
+class ExportUnreadable(HealthlogError):
+    """The Health export cannot be read."""
+
+
+class WithoutDoctype(io.RawIOBase):
+    """A byte stream with its ``<!DOCTYPE ...>`` declaration (and internal subset) cut out.
+
+    The Health app writes a DTD into ``export.xml`` that some iOS versions got wrong
+    (a validating parser, and libxml2's parser of the internal subset, stop on it). The
+    reader needs nothing from it: no defaults, no entities. Cutting it out also means the
+    file cannot declare an entity at all, so no entity can expand (XML bomb safety on
+    top of the parser's own ``resolve_entities=False``). Counts the bytes read from the
+    underlying stream (``bytes_read``), for progress.
+    """
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._pending = b""
+        self._head_done = False
+        self.bytes_read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def _read_raw(self, size: int) -> bytes:
+        chunk = self._raw.read(size)
+        self.bytes_read += len(chunk)
+        return chunk
+
+    def _cut_head(self) -> None:
+        head = b""
+        while True:
+            chunk = self._read_raw(64 * 1024)
+            head += chunk
+            start = head.find(b"<!DOCTYPE")
+            first_element = _first_element(head)
+            if start < 0 and (first_element >= 0 or not chunk):
+                break  # no DOCTYPE before the document's first element: nothing to cut
+            if start >= 0:
+                end = _doctype_end(head, start)
+                if end >= 0:
+                    head = head[:start] + head[end:]
+                    break
+            if not chunk:
+                break  # the file ends inside its DOCTYPE: the parser will say it is cut
+            if len(head) > _HEAD_LIMIT:
+                raise ExportUnreadable("export.xml: its DOCTYPE does not end")
+        self._pending = head
+        self._head_done = True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if not self._head_done:
+            self._cut_head()
+        if not self._pending:
+            self._pending = self._read_raw(len(buffer))
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _first_element(head: bytes) -> int:
+    """Offset of the first ``<`` that opens an element (not ``<?`` or ``<!``), or -1."""
+    at = head.find(b"<")
+    while at >= 0:
+        following = head[at + 1 : at + 2]
+        if following and following not in (b"?", b"!"):
+            return at
+        at = head.find(b"<", at + 1)
+    return -1
+
+
+def _doctype_end(head: bytes, start: int) -> int:
+    """Offset just past the DOCTYPE that begins at ``start``, or -1 if not in ``head`` yet.
+
+    ``<!DOCTYPE HealthData [ ... ]>``: the internal subset ends at the first ``]`` that is
+    followed (blanks aside) by ``>``; quoted text is skipped, so a ``]>`` inside an
+    attribute default or a comment does not end it.
+    """
+    i, n = start + len(b"<!DOCTYPE"), len(head)
+    quote: int | None = None
+    subset = False
+    while i < n:
+        c = head[i]
+        if quote is not None:
+            if c == quote:
+                quote = None
+        elif c == 0x3C and head.startswith(b"<!--", i):  # a comment: skip to its end
+            close = head.find(b"-->", i + 4)
+            if close < 0:
+                return -1
+            i = close + 3
+            continue
+        elif c in (0x22, 0x27):  # " '
+            quote = c
+        elif c == 0x5B:  # [
+            subset = True
+        elif c == 0x5D and subset:  # ]
+            j = i + 1
+            while j < n and head[j] in b" \t\r\n":
+                j += 1
+            if j < n and head[j] == 0x3E:
+                return j + 1
+            if j >= n:
+                return -1
+        elif c == 0x3E and not subset:  # > of a DOCTYPE without internal subset
+            return i + 1
+        i += 1
+    return -1
+
+
+def safe_member(root: str, path: str) -> str | None:
+    """``path`` (as written in the export, e.g. ``/workout-routes/x.gpx``) inside ``root``.
+
+    None when it would leave the export.
+    """
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    if not parts or any(p == ".." for p in parts):
+        return None
+    return posixpath.join(root, *parts) if root else posixpath.join(*parts)
+
+
+class Export:
+    """An opened export: its ``export.xml`` stream and its other files."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._zip: zipfile.ZipFile | None = None
+        self._folder: Path | None = None
+        self._root = ""  # the folder inside the zip that holds export.xml
+        if path.is_dir():
+            self._folder = (
+                path / "apple_health_export" if not (path / EXPORT_XML).exists() else path
+            )
+            if not (self._folder / EXPORT_XML).is_file():
+                raise ExportUnreadable("the folder holds no export.xml")
+        elif not path.is_file():
+            raise ExportUnreadable("no such file or folder")
+        elif zipfile.is_zipfile(path):
+            try:
+                self._zip = zipfile.ZipFile(path)
+            except (zipfile.BadZipFile, OSError) as exc:
+                raise ExportUnreadable("the file is not a readable zip") from exc
+            self._root = self._find_root(self._zip)
+        elif _looks_like_xml(path):
+            self._folder = path.parent
+            self._xml_name = path.name
+        else:
+            raise ExportUnreadable("the file is neither a zip nor an XML export")
+
+    @staticmethod
+    def _find_root(archive: zipfile.ZipFile) -> str:
+        candidates = [
+            name
+            for name in archive.namelist()
+            if posixpath.basename(name) == EXPORT_XML and name.count("/") <= 1
+        ]
+        if not candidates:
+            raise ExportUnreadable("the zip holds no export.xml")
+        name = min(candidates, key=lambda n: n.count("/"))  # a top-level one first
+        if safe_member("", name) != name:
+            raise ExportUnreadable("the zip's export.xml has an unsafe path")
+        return posixpath.dirname(name)
+
+    def open_xml(self) -> WithoutDoctype:
+        if self._zip is not None:
+            name = posixpath.join(self._root, EXPORT_XML) if self._root else EXPORT_XML
+            return WithoutDoctype(self._zip.open(name))
+        assert self._folder is not None
+        name = getattr(self, "_xml_name", EXPORT_XML)
+        return WithoutDoctype((self._folder / name).open("rb"))
+
+    @property
+    def xml_size(self) -> int:
+        """The size of ``export.xml`` as it unpacks, in bytes (for progress)."""
+        if self._zip is not None:
+            name = posixpath.join(self._root, EXPORT_XML) if self._root else EXPORT_XML
+            return self._zip.getinfo(name).file_size
+        assert self._folder is not None
+        return (self._folder / getattr(self, "_xml_name", EXPORT_XML)).stat().st_size
+
+    def open_member(self, path: str) -> IO[bytes] | None:
+        """A file of the export by its path as the export writes it; None if absent or unsafe."""
+        if self._zip is not None:
+            name = safe_member(self._root, path)
+            if name is None:
+                return None
+            try:
+                return self._zip.open(name)
+            except KeyError:
+                return None
+        assert self._folder is not None
+        name = safe_member("", path)
+        if name is None:
+            return None
+        target = self._folder / name
+        try:
+            # a symlink inside the folder must not lead out of it either
+            if not target.resolve().is_relative_to(self._folder.resolve()):
+                return None
+            return target.open("rb")
+        except OSError:
+            return None
+
+    def members(self, folder: str, suffix: str) -> Iterator[str]:
+        """The paths (relative to the export) of the files in ``folder`` ending in ``suffix``,
+        in name order."""
+        if self._zip is not None:
+            prefix = posixpath.join(self._root, folder) + "/" if self._root else folder + "/"
+            names = sorted(
+                n[len(self._root) + 1 if self._root else 0 :]
+                for n in self._zip.namelist()
+                if n.startswith(prefix)
+                and n.lower().endswith(suffix)
+                and "/" not in n[len(prefix) :]
+            )
+            yield from names
+            return
+        assert self._folder is not None
+        where = self._folder / folder
+        if where.is_dir():
+            for entry in sorted(where.iterdir()):
+                if entry.is_file() and entry.name.lower().endswith(suffix):
+                    yield f"{folder}/{entry.name}"
+
+    def close(self) -> None:
+        if self._zip is not None:
+            self._zip.close()
+
+
+def _looks_like_xml(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.startswith(b"<")

@@ -1,0 +1,666 @@
+"""The Health app's ``export.xml`` as healthlog's Points and Records, streamed in batches.
+
+Every element is turned into what a Health Auto Export body would carry for the same
+data (an HAE metric point, an HAE section object) and handed to the HAE parser's own
+modules (``hae.metrics.points``, ``hae.records.build``, ``hae.records.items``), so names,
+fields, unit conversions and identities are HAE's by construction, not by a copy of its
+rules. docs/apple-health-export.md has the mapping and the reasons.
+
+Memory is flat: ``lxml.etree.iterparse`` reads the file in chunks and every top-level
+element is cleared (and unlinked from the root) once read; what is held is one batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from lxml import etree
+
+from healthlog.applehealth import series, types
+from healthlog.applehealth.files import Export, ExportUnreadable
+from healthlog.hae import dates, metrics, records, sections
+from healthlog.hae.records import Found, Spec
+from healthlog.model import Point, Record
+
+#: the default batch: about this many points (plus one element's) per ``Batch``
+BATCH_POINTS = 50_000
+ECG_FOLDER = "electrocardiograms"
+
+_SECONDS = {"s": 1.0, "sec": 1.0, "min": 60.0, "hr": 3600.0, "h": 3600.0, "d": 86400.0}
+_MEAL_TIMES = {"1": "Before Meal", "2": "After Meal"}
+_INSULIN_REASONS = {"1": "Basal", "2": "Bolus"}
+_MOTION_CONTEXTS = {"1": "Sedentary", "2": "Active"}
+_PROTECTION = {"1": "Protection Used", "0": "Protection Not Used"}
+_SEXUAL_FIELDS = ("Unspecified", "Protection Used", "Protection Not Used")
+# the export's attributes of a sample kept in a point's extra, beside its metadata
+_SAMPLE_EXTRAS = ("sourceVersion", "device", "creationDate")
+
+
+class ExportCut(ExportUnreadable):
+    """export.xml ends before its last element closes, or is not well-formed from some point on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What one step of the reading gave.
+
+    ``position`` counts the export's units read so far (each top-level element of
+    ``export.xml``, then each ECG file): ``ExportReading(..., resume=position)`` goes on
+    after this batch. ``bytes_read`` is how much of ``export.xml`` (as unpacked) was read.
+    """
+
+    points: list[Point]
+    records: list[Record]
+    position: int
+    bytes_read: int
+
+
+@dataclass
+class _Pending:
+    """Point dicts per (metric, unit), in file order, until the batch is built."""
+
+    groups: list[tuple[str, str, list[dict[str, object]]]] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, metric: str, unit: str, point: dict[str, object], weight: int = 1) -> None:
+        if self.groups and self.groups[-1][0] == metric and self.groups[-1][1] == unit:
+            self.groups[-1][2].append(point)
+        else:
+            self.groups.append((metric, unit, [point]))
+        self.size += weight
+
+
+class ExportReading:
+    """One reading of an export: its batches, and what it found besides.
+
+    Use as a context manager (it holds the zip or files open)::
+
+        with ExportReading("export.zip") as reading:
+            for batch in reading.batches():
+                ...  # fold batch.points and batch.records; remember batch.position
+            reading.uncovered  # Counter: HealthKit type (or element) -> how many
+
+    ``me``, ``locale`` and ``export_date`` are known after the first batch (they come
+    first in the file). ``uncovered`` counts the elements of a type this reader has no
+    mapping for; ``unreadable`` the elements of a mapped type that could not be read (a
+    value that is not a number, a time that is not a time, a missing route file).
+    """
+
+    def __init__(
+        self,
+        source: str | Path,
+        *,
+        batch_points: int = BATCH_POINTS,
+        resume: int = 0,
+    ) -> None:
+        self.export = Export(Path(source))
+        self.batch_points = max(1, batch_points)
+        self.resume = resume
+        self.me: dict[str, str] = {}
+        self.locale: str | None = None
+        self.export_date: str | None = None
+        self.uncovered: Counter[str] = Counter()
+        self.unreadable: Counter[str] = Counter()
+        self.incomparable = 0
+        self.read: Counter[str] = Counter()
+        self.xml_size = self.export.xml_size
+        self.bytes_read = 0
+
+    def __enter__(self) -> ExportReading:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.export.close()
+
+    # --- the loop ---------------------------------------------------------------------
+
+    def batches(self) -> Iterator[Batch]:
+        """Batches in file order; raises ``ExportCut`` after the last readable batch of a
+        cut or malformed ``export.xml`` (what was read before is yielded first)."""
+        pending = _Pending()
+        position = 0
+        stream = self.export.open_xml()
+        try:
+            context = etree.iterparse(stream, events=("end",), **series.PARSER_OPTIONS)
+            root: Any = None
+            try:
+                for _, element in context:
+                    if root is None:
+                        root = element.getroottree().getroot()
+                        self.locale = root.get("locale")
+                    if element.getparent() is not root:
+                        continue
+                    position += 1
+                    if position > self.resume or element.tag in ("Me", "ExportDate"):
+                        self._element(element, pending)
+                    element.clear(keep_tail=False)
+                    while element.getprevious() is not None:
+                        del root[0]
+                    if pending.size >= self.batch_points:
+                        self.bytes_read = stream.bytes_read
+                        yield self._batch(pending, position)
+                        pending = _Pending()
+            except etree.XMLSyntaxError as exc:
+                self.bytes_read = stream.bytes_read
+                if pending.size:
+                    yield self._batch(pending, position)
+                line = exc.lineno if isinstance(exc.lineno, int) else "?"
+                raise ExportCut(
+                    f"export.xml is cut short or not well-formed at line {line}: read "
+                    f"{self.bytes_read} of {self.xml_size} bytes; {position} elements read"
+                ) from None
+            self.bytes_read = stream.bytes_read
+        finally:
+            stream.close()
+        for name in self.export.members(ECG_FOLDER, ".csv"):
+            position += 1
+            if position > self.resume:
+                self._ecg(name, pending)
+            if pending.size >= self.batch_points:
+                yield self._batch(pending, position)
+                pending = _Pending()
+        yield self._batch(pending, position)
+
+    def _batch(self, pending: _Pending, position: int) -> Batch:
+        found = Found()
+        section = [{"name": m, "units": u, "data": data} for m, u, data in pending.groups]
+        points = list(metrics.points(section, found))
+        for key in found.uncovered:  # rare: every value and time was checked before
+            self.unreadable[key] += 1
+        self.incomparable += found.incomparable
+        return Batch(points, pending.records + found.records, position, self.bytes_read)
+
+    # --- one top-level element --------------------------------------------------------
+
+    def _element(self, element: Any, pending: _Pending) -> None:
+        tag = element.tag
+        self.read[tag] += 1
+        if tag == "Record":
+            self._record(element, pending)
+        elif tag == "Workout":
+            self._workout(element, pending)
+        elif tag == "Correlation":
+            self._correlation(element, pending)
+        elif tag == "ActivitySummary":
+            self._activity_summary(element, pending)
+        elif tag == "Me":
+            self.me = {str(k): str(v) for k, v in element.attrib.items()}
+        elif tag == "ExportDate":
+            self.export_date = element.get("value")
+        else:  # Audiogram, VisionPrescription, ClinicalRecord, ...
+            self.uncovered[str(tag)] += 1
+
+    def _record(self, element: Any, pending: _Pending) -> None:
+        kind = element.get("type") or ""
+        try:
+            if kind in types.QUANTITIES:
+                self._quantity(kind, element, pending)
+            elif kind in types.CATEGORY_METRICS:
+                self._category_metric(kind, element, pending)
+            elif kind in types.SYMPTOMS:
+                self._event(sections.SYMPTOMS, kind, element, pending)
+            elif kind in types.CYCLE_TRACKING:
+                self._event(sections.CYCLE_TRACKING, kind, element, pending)
+            elif kind in types.NOTIFICATIONS:
+                self._event(sections.HEART_RATE_NOTIFICATIONS, kind, element, pending)
+            else:
+                self.uncovered[kind or "Record"] += 1
+        except ValueError:  # a value or a time that cannot be read, or no stable key
+            self.unreadable[kind] += 1
+
+    def _sample(self, element: Any) -> tuple[dict[str, object], str, str]:
+        """The fields every sample shares, as HAE names them, and its start/end UTC.
+
+        Raises ValueError for a time that cannot be read or a name too long to keep.
+        """
+        start_raw, end_raw = element.get("startDate"), element.get("endDate")
+        start_utc, _ = dates.instant(start_raw)
+        end_utc = start_utc if end_raw is None else dates.instant(end_raw)[0]
+        point: dict[str, object] = {
+            "date": start_raw,
+            "source": metrics.source(element.get("sourceName")),
+        }
+        if end_raw is not None:
+            point["end"] = end_raw
+        for key in _SAMPLE_EXTRAS:
+            value = element.get(key)
+            if value is not None:
+                point[key] = value
+        return point, start_utc, end_utc
+
+    def _quantity(self, kind: str, element: Any, pending: _Pending) -> None:
+        metric = types.QUANTITIES[kind]
+        value = _finite(element.get("value"))
+        unit = types.unit_spelling(element.get("unit") or "")
+        if unit == types.PERCENT:  # HealthKit's fraction, HAE's percentage
+            value *= 100.0
+        point, start_utc, _ = self._sample(element)
+        meta = _metadata(element)
+        weight = 1
+        if metric == "heart_rate":
+            # a raw sample is HAE's un-aggregated (per-second) point: Min = Avg = Max
+            point.update(Min=value, Avg=value, Max=value)
+            context = _MOTION_CONTEXTS.get(meta.get("HKMetadataKeyHeartRateMotionContext", ""))
+            if context is not None:
+                point["context"] = context
+                del meta["HKMetadataKeyHeartRateMotionContext"]
+            weight = 3
+        else:
+            point[types.VALUE_KEYS.get(kind, "qty")] = value
+        if metric == "blood_glucose" and (
+            meal := _MEAL_TIMES.get(meta.get("HKBloodGlucoseMealTime", ""))
+        ):
+            point["mealTime"] = meal
+            del meta["HKBloodGlucoseMealTime"]
+        if metric == "insulin_delivery" and (
+            why := _INSULIN_REASONS.get(meta.get("HKInsulinDeliveryReason", ""))
+        ):
+            point["reason"] = why
+            del meta["HKInsulinDeliveryReason"]
+        if metric == "heart_rate_variability":
+            sent = [
+                (beat.get("bpm"), beat.get("time"))
+                for beat in element.iter("InstantaneousBeatsPerMinute")
+            ]
+            if sent:
+                point["heartbeatSeries"] = series.beats(str(point["date"]), start_utc, sent)
+        if meta:
+            point["metadata"] = meta
+        pending.add(metric, unit, point, weight)
+
+    def _category_metric(self, kind: str, element: Any, pending: _Pending) -> None:
+        metric = types.CATEGORY_METRICS[kind]
+        value = element.get("value")
+        point, start_utc, end_utc = self._sample(element)
+        seconds = _seconds_between(start_utc, end_utc)
+        meta = _metadata(element)
+        unit, weight = "count", 1
+        if metric == "sleep_analysis":
+            stage = types.SLEEP_STAGES.get(value or "")
+            if stage is None:
+                raise ValueError("a sleep value this reader does not know")
+            # HAE's unaggregated segment: startDate, endDate, qty (hours), value
+            point["startDate"] = point.pop("date")
+            point["endDate"] = point.pop("end", point["startDate"])
+            point.update(qty=seconds / 3600, value=stage)
+            unit = "hr"
+        elif metric == "mindful_minutes":
+            point["qty"], unit = seconds / 60, "min"
+        elif metric in ("handwashing", "toothbrushing"):
+            point["qty"], unit = seconds, "s"
+        elif metric == "apple_stand_hour":
+            stood = value == "HKCategoryValueAppleStandHourStood"
+            if not stood and value != "HKCategoryValueAppleStandHourIdle":
+                raise ValueError("a stand-hour value this reader does not know")
+            point["qty"] = 1.0 if stood else 0.0
+        else:  # sexual_activity: HAE's three counts, one of them 1
+            used = _PROTECTION.get(meta.pop("HKSexualActivityProtectionUsed", ""), "Unspecified")
+            point.update({key: 1.0 if key == used else 0.0 for key in _SEXUAL_FIELDS})
+            weight = 3
+        if value not in (None, "HKCategoryValueNotApplicable") and metric not in (
+            "sleep_analysis",
+            "apple_stand_hour",
+        ):
+            point["categoryValue"] = value
+        if meta:
+            point["metadata"] = meta
+        pending.add(metric, unit, point, weight)
+
+    def _event(self, spec: Spec, kind: str, element: Any, pending: _Pending) -> None:
+        """A category sample that HAE sends in one of its event sections."""
+        point, _, _ = self._sample(element)
+        meta = _metadata(element)
+        event: dict[str, object] = {
+            "start": point.pop("date"),
+            "end": point.pop("end", None),
+            **point,
+        }
+        value = types.category_text(element.get("value"))
+        if spec is sections.SYMPTOMS:
+            event["name"] = types.SYMPTOMS[kind]
+            if value is not None:
+                event["severity"] = value
+            if "HKWasUserEntered" in meta:
+                event["userEntered"] = meta.pop("HKWasUserEntered") == "1"
+        elif spec is sections.CYCLE_TRACKING:
+            event["name"] = types.CYCLE_TRACKING[kind]
+            if value is not None:
+                event["value"] = value
+            if "HKMenstrualCycleStart" in meta:
+                event["isCycleStart"] = meta.pop("HKMenstrualCycleStart") == "1"
+        else:
+            event["heartNotification"] = types.NOTIFICATIONS[kind]
+            threshold = meta.pop("HKHeartRateEventThreshold", None)
+            if threshold is not None:
+                qty, unit = _quantity_text(threshold)
+                event["threshold"] = qty if qty is not None else threshold
+                if unit:
+                    event["thresholdUnits"] = unit
+        if meta:
+            event["metadata"] = meta
+        found = Found()
+        pending.records.append(records.build(spec, _without_none(event), found))
+        self.incomparable += found.incomparable
+        pending.size += 1
+
+    # --- correlations, workouts, activity summaries, ECGs -------------------------------
+
+    def _correlation(self, element: Any, pending: _Pending) -> None:
+        """A blood pressure or a meal. Its samples are not read here: the export writes every
+        sample of a correlation as a top-level Record too (its DTD says so), and there they
+        give their points (blood_pressure systolic/diastolic, dietary_*)."""
+        kind = element.get("type") or "Correlation"
+        if kind == "HKCorrelationTypeIdentifierBloodPressure":
+            return
+        if kind != "HKCorrelationTypeIdentifierFood":
+            self.uncovered[kind] += 1
+            return
+        children = [child for child in element if child.tag == "Record"]
+        try:
+            point, start_utc, end_utc = self._sample(element)
+        except ValueError:
+            self.unreadable[kind] += 1
+            return
+        nutrients = {
+            types.QUANTITIES.get(child.get("type") or "", child.get("type") or ""): {
+                "qty": _number_or_text(child.get("value")),
+                "units": child.get("unit"),
+            }
+            for child in children
+        }
+        body: dict[str, object] = {
+            **{k: v for k, v in point.items() if k not in ("date", "end", "source")},
+            "type": kind,
+            "nutrients": nutrients,
+        }
+        meta = _metadata(element)
+        if meta:
+            body["metadata"] = meta
+        source = str(point["source"])
+        pending.records.append(
+            Record(
+                "food",
+                f"{start_utc}|{source}",
+                start_utc,
+                end_utc,
+                dates.instant(element.get("startDate"))[1],
+                meta.get("HKFoodType"),
+                source,
+                records.canonical(body),
+            )
+        )
+        pending.size += 1
+
+    def _workout(self, element: Any, pending: _Pending) -> None:
+        activity = element.get("workoutActivityType") or ""
+        try:
+            point, _, _ = self._sample(element)
+        except ValueError:
+            self.unreadable["Workout"] += 1
+            return
+        meta = _metadata(element)
+        body: dict[str, object] = {
+            "name": types.workout_name(activity),
+            "workoutActivityType": activity,
+            "start": point.pop("date"),
+            "end": point.pop("end", None),
+            **point,
+        }
+        duration = _finite_or_none(element.get("duration"))
+        factor = _SECONDS.get(element.get("durationUnit") or "min")
+        if duration is not None and factor is not None:
+            body["duration"] = duration * factor
+        _workout_totals(element, body)
+        stats = [child for child in element if child.tag == "WorkoutStatistics"]
+        if stats:
+            body["statistics"] = {_stat_name(s): _stat(s) for s in stats}
+            _workout_summary(stats, body)
+        if "HKIndoorWorkout" in meta:
+            body["isIndoor"] = meta["HKIndoorWorkout"] == "1"
+        for key, target in (
+            ("HKWeatherTemperature", "temperature"),
+            ("HKWeatherHumidity", "humidity"),
+            ("HKElevationAscended", "elevationUp"),
+            ("HKAverageMETs", "intensity"),
+        ):
+            if key in meta:
+                qty, unit = _quantity_text(meta[key])
+                if qty is not None:
+                    body[target] = {"qty": qty, "units": unit}
+        if meta:
+            body["metadata"] = meta
+        events = [
+            _without_none(
+                {
+                    "date": e.get("date"),
+                    "type": e.get("type"),
+                    "duration": _finite_or_none(e.get("duration")),
+                    "units": e.get("durationUnit"),
+                    "metadata": _metadata(e) or None,
+                }
+            )
+            for e in element
+            if e.tag == "WorkoutEvent"
+        ]
+        if events:
+            body["events"] = events
+        activities = [_activity(a) for a in element if a.tag == "WorkoutActivity"]
+        if activities:
+            body["activities"] = activities
+        for route in element.iter("WorkoutRoute"):
+            self._route(route, body)
+        found = Found()
+        record = records.build(_WORKOUTS, _without_none(body), found)
+        self.incomparable += found.incomparable
+        pending.records.append(record)
+        pending.size += 1 + len(record.items)
+
+    def _route(self, route: Any, body: dict[str, object]) -> None:
+        for reference in route.iter("FileReference"):
+            path = reference.get("path") or ""
+            stream = self.export.open_member(path)
+            if stream is None:
+                self.unreadable["WorkoutRoute"] += 1
+                continue
+            try:
+                with stream:
+                    fixes = series.route(stream)
+            except etree.XMLSyntaxError:
+                self.unreadable["WorkoutRoute"] += 1
+                continue
+            body["routeFile"] = path.lstrip("/")
+            existing = body.get("route")
+            body["route"] = [*existing, *fixes] if isinstance(existing, list) else fixes
+
+    def _activity_summary(self, element: Any, pending: _Pending) -> None:
+        day = element.get("dateComponents")
+        try:
+            start, _ = dates.instant(day)
+        except ValueError:
+            self.unreadable["ActivitySummary"] += 1
+            return
+        body = {str(k): _number_or_text(str(v)) for k, v in element.attrib.items()}
+        pending.records.append(
+            Record(
+                "activitySummary", str(day), start, None, None, None, None, records.canonical(body)
+            )
+        )
+        pending.size += 1
+
+    def _ecg(self, name: str, pending: _Pending) -> None:
+        self.read["electrocardiogram"] += 1
+        stream = self.export.open_member(name)
+        if stream is None:
+            self.unreadable["electrocardiogram"] += 1
+            return
+        try:
+            with stream:
+                element = series.ecg(stream, name)
+            found = Found()
+            record = records.build(sections.ECG, element, found)
+        except ValueError:
+            self.unreadable["electrocardiogram"] += 1
+            return
+        self.incomparable += found.incomparable
+        pending.records.append(record)
+        pending.size += 1 + len(record.items)
+
+
+def _workout_identity(element: dict[str, object], start: str | None, end: str | None) -> str:
+    # The export has no workout UUID: the activity type, the start (UTC) and the source
+    # name are written for every workout and do not change between two exports.
+    return records.keyed(
+        records.field_text(element, "workoutActivityType"),
+        records.field_text(element, "source"),
+        start,
+    )
+
+
+_WORKOUTS = Spec(
+    "workouts",
+    _workout_identity,
+    name_key="name",
+    qty_keys={"route": (), "events": ("duration",), "activities": ()},
+)
+
+
+# --- small readers ------------------------------------------------------------------------
+
+
+def _finite(text: str | None) -> float:
+    value = float(text) if text is not None else math.nan
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _finite_or_none(text: str | None) -> float | None:
+    try:
+        return _finite(text)
+    except ValueError:
+        return None
+
+
+def _number_or_text(text: str | None) -> float | str | None:
+    value = _finite_or_none(text)
+    return value if value is not None else text
+
+
+def _quantity_text(text: str) -> tuple[float | None, str | None]:
+    """``56 degF`` -> (56.0, "degF"); ``96 %`` -> (96.0, "%")."""
+    number, _, unit = text.strip().partition(" ")
+    return _finite_or_none(number), (unit.strip() or None)
+
+
+def _metadata(element: Any) -> dict[str, str]:
+    return {
+        str(entry.get("key")): str(entry.get("value"))
+        for entry in element
+        if entry.tag == "MetadataEntry" and entry.get("key") is not None
+    }
+
+
+def _without_none(value: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in value.items() if v is not None}
+
+
+def _seconds_between(start_utc: str, end_utc: str) -> float:
+    begin = datetime.fromisoformat(start_utc[:-1])
+    end = datetime.fromisoformat(end_utc[:-1])
+    return max(0.0, (end - begin).total_seconds())
+
+
+def _stat_name(stat: Any) -> str:
+    kind = stat.get("type") or ""
+    return types.QUANTITIES.get(kind, kind)
+
+
+def _stat(stat: Any) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key in ("sum", "average", "minimum", "maximum"):
+        value = _finite_or_none(stat.get(key))
+        if value is not None:
+            out[key] = value
+    out["units"] = stat.get("unit")
+    for key in ("startDate", "endDate"):
+        if stat.get(key) is not None:
+            out[key] = stat.get(key)
+    return _without_none(out)
+
+
+def _workout_totals(element: Any, body: dict[str, object]) -> None:
+    """The attributes of workouts exported before iOS 16 (no WorkoutStatistics)."""
+    for attribute, target in (
+        ("totalDistance", "distance"),
+        ("totalEnergyBurned", "activeEnergyBurned"),
+    ):
+        qty = _finite_or_none(element.get(attribute))
+        if qty is not None:
+            body[target] = {"qty": qty, "units": element.get(attribute + "Unit")}
+    for attribute in ("totalSwimmingStrokeCount", "totalFlightsClimbed"):
+        qty = _finite_or_none(element.get(attribute))
+        if qty is not None:
+            body[attribute] = qty
+
+
+def _workout_summary(stats: list[Any], body: dict[str, object]) -> None:
+    """HAE v2's summary quantities from the workout's statistics."""
+    for stat in stats:
+        kind = (stat.get("type") or "").removeprefix(types.QUANTITY_PREFIX)
+        unit = stat.get("unit")
+        total = _finite_or_none(stat.get("sum"))
+        if kind == "ActiveEnergyBurned" and total is not None:
+            body["activeEnergyBurned"] = {"qty": total, "units": unit}
+        elif kind.startswith("Distance") and total is not None:
+            body["distance"] = {"qty": total, "units": unit}
+        elif kind == "HeartRate":
+            parts = {
+                name: {"qty": value, "units": unit}
+                for name, key in (("min", "minimum"), ("avg", "average"), ("max", "maximum"))
+                if (value := _finite_or_none(stat.get(key))) is not None
+            }
+            if parts:
+                body["heartRate"] = parts
+            if "avg" in parts:
+                body["avgHeartRate"] = parts["avg"]
+            if "max" in parts:
+                body["maxHeartRate"] = parts["max"]
+
+
+def _activity(element: Any) -> dict[str, object]:
+    """A WorkoutActivity (iOS 16 and later: one part of a multi-sport workout)."""
+    out: dict[str, object] = {
+        str(k): _number_or_text(str(v)) for k, v in element.attrib.items() if k != "startDate"
+    }
+    out["start"] = element.get("startDate")
+    stats = [child for child in element if child.tag == "WorkoutStatistics"]
+    if stats:
+        out["statistics"] = {_stat_name(s): _stat(s) for s in stats}
+    meta = _metadata(element)
+    if meta:
+        out["metadata"] = meta
+    return _without_none(out)
+
+
+def read_export(
+    source: str | Path, *, batch_points: int = BATCH_POINTS, resume: int = 0
+) -> ExportReading:
+    """An ``ExportReading`` of ``source`` (``export.zip``, its folder, or ``export.xml``).
+
+    Raises ``ExportUnreadable`` (the message names what is wrong, never a value) when the
+    source is not an export at all.
+    """
+    return ExportReading(source, batch_points=batch_points, resume=resume)
+
+
+__all__ = ["BATCH_POINTS", "Batch", "ExportCut", "ExportReading", "read_export"]
