@@ -59,6 +59,10 @@ class Settings:
     retry_after_s: int = 30
     # header values are truncated to this many characters before they are stored or logged
     header_max_chars: int = 128
+    # local stack (``healthlog serve``): a connection that sends nothing for this many
+    # seconds, in its headers, its body or between requests, is closed (waitress's
+    # channel_timeout); a request the function is working on is never cut
+    client_idle_timeout_s: int = 60
     log_level: str = "INFO"
 
     @classmethod
@@ -86,6 +90,8 @@ class Settings:
                 raise ConfigError(f"{ENV_PREFIX}{name}: {exc}") from None
         if self.max_body_bytes <= 0 or self.page_size <= 0 or self.max_fold_attempts <= 0:
             raise ConfigError("sizes and counts must be positive")
+        if self.client_idle_timeout_s <= 0:
+            raise ConfigError(f"{ENV_PREFIX}CLIENT_IDLE_TIMEOUT_S must be a positive number")
 
 
 ENV_PREFIX = "HEALTHLOG_"

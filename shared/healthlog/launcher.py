@@ -2,8 +2,8 @@
 
 ``healthlog serve`` (``serve.py``), the tests (``tests/integration/servers.py``) and the
 benchmarks (``bench/_common.py``) all start their servers here, so all of them run the
-same command, ``python -m healthlog.localserver`` (functions-framework's app and
-gunicorn server, with HAE's header limit and a graceful-stop window), serving
+same command, ``python -m healthlog.localserver`` (functions-framework's app under
+waitress, with HAE's header limit, an idle timeout and a graceful-stop window), serving
 ``functions/<target>/main.py`` of this checkout or another source file:
 
     server = FunctionServer.start("ingest", env=clean_env({...}), log_dir=folder)
@@ -13,8 +13,8 @@ gunicorn server, with HAE's header limit and a graceful-stop window), serving
 Start-up is a bounded poll of a TCP connect (``NotListening`` if the process exits or
 does not listen in time, with the end of its output when that goes to a file).
 Stopping is SIGTERM, then SIGKILL after a grace period: to the process's whole group
-when it was started in a group of its own (``own_group``: the workers gunicorn forked
-go with it), else to the process alone. The standard library only: this module ships
+when it was started in a group of its own (``own_group``: any process it forked goes
+with it), else to the process alone. The standard library only: this module ships
 in the Lambda layer with the rest of the package.
 """
 

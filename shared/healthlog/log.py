@@ -32,9 +32,9 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(line, default=str).decode()
 
 
-def setup(level: str = "INFO") -> None:
-    """Send healthlog's loggers to stderr as JSON lines (idempotent)."""
-    root = logging.getLogger("healthlog")
+def setup(level: str = "INFO", name: str = "healthlog") -> None:
+    """Send healthlog's loggers (or library ``name``'s) to stderr as JSON lines (idempotent)."""
+    root = logging.getLogger(name)
     root.setLevel(level.upper())
     if not any(getattr(h, "_healthlog", False) for h in root.handlers):
         handler = logging.StreamHandler(sys.stderr)

@@ -1,13 +1,13 @@
-"""The local stack: ingest and fold served by functions-framework, a tick, the dashboard.
+"""The local stack: ingest and fold (functions-framework's app), a tick, the dashboard.
 
-Both functions run as functions-framework processes (started and stopped by
-``healthlog.launcher``) bound to 127.0.0.1 by default (anything else is opt-in with
-``--host``). The tick POSTs to the fold function every ``tick`` seconds (and once at
-start, which is how the backlog is picked up: an ordinary pass). Stopping (SIGTERM or
-Ctrl-C): ingest stops taking requests first, then the tick, then the fold finishes or
-abandons the delivery in hand; the journal is closed by the fold process itself after
-that. The dashboard (``healthlog dashboard``, read-only, 127.0.0.1 unless told) is a
-third child, stopped first.
+Both functions run as ``healthlog.localserver`` processes (functions-framework's app
+under waitress, started and stopped by ``healthlog.launcher``) bound to 127.0.0.1 by
+default (anything else is opt-in with ``--host``). The tick POSTs to the fold function
+every ``tick`` seconds (and once at start, which is how the backlog is picked up: an
+ordinary pass). Stopping (SIGTERM or Ctrl-C): ingest stops taking requests first, then
+the tick, then the fold finishes or abandons the delivery in hand; the journal is closed
+by the fold process itself after that. The dashboard (``healthlog dashboard``,
+read-only, 127.0.0.1 unless told) is a third child, stopped first.
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ stderr go to a file, which ``wait_for_log`` reads.
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -47,6 +48,29 @@ class Server(launcher.FunctionServer):
                     f"{text!r} did not appear {count}x in {timeout_s:.0f} s:\n{out[-4000:]}"
                 )
             time.sleep(0.02)
+
+    def open_sockets(self) -> int:
+        """Sockets open in the server's process and its children (a forking server's)."""
+        pid = self.process.pid
+        pids = [pid]
+        with contextlib.suppress(OSError):
+            pids += [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        count = 0
+        for p in pids:
+            with contextlib.suppress(OSError):
+                for fd in os.scandir(f"/proc/{p}/fd"):
+                    with contextlib.suppress(OSError):
+                        count += os.readlink(fd.path).startswith("socket:")
+        return count
+
+    def wait_for_sockets(self, ok: Callable[[int], bool], *, timeout_s: float = 15.0) -> int:
+        """Wait (bounded) until ``ok(open_sockets())``; the count it was true of."""
+        deadline = time.monotonic() + timeout_s
+        while not ok(held := self.open_sockets()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the server holds {held} sockets after {timeout_s:.0f} s")
+            time.sleep(0.02)
+        return held
 
 
 def start_function(

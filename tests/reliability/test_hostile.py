@@ -257,7 +257,7 @@ def test_duplicate_keys_keep_the_last_value(stack: Stack) -> None:
 
 
 def test_a_header_over_the_http_servers_limit_is_refused_before_ingest(stack: Stack) -> None:
-    """Beyond 1 MB a header line is refused by the HTTP server itself (gunicorn's 431,
+    """Beyond 1 MB a header line is refused by the HTTP server itself (waitress's 431,
     not ingest's words); nothing is stored."""
     before = stack.state()
     case = Case("huge", GOOD, 400, "", headers={"automation-name": "n" * (1 << 21)})
