@@ -4,7 +4,10 @@ a second or two?
 The journal (SQLite, the embedded default) holds one account's year: heart rate every
 minute (min, avg, max: 1.58 million points), steps on most waking minutes, resting heart
 rate once a day, sleep segments every night, a run every other day with its route. It is
-written through the real journal (``write_outcome``, one delivery a day). Each timed
+written through the real journal (``write_outcome``), one delivery a day that re-sends
+the day before it as HAE's *Default* period does (every point arrives twice), and each
+day's steps from 15:00 to 16:00 come a delivery late, as a watch that synced late
+would send them: those are the late samples coverage must find. Each timed
 call goes through the dashboard's own app and read API (``/api/...``, Flask's test
 client, no network), as the pages ask for it: the overview, the catalog, a year of
 resting heart rate per day, a year of heart rate (auto resolution), one day of heart
@@ -107,15 +110,19 @@ def day_points(day: int, rng: random.Random) -> tuple[list[Point], list[Record]]
     return points, records
 
 
-def build(folder: Path, mode: Mode) -> tuple[SqliteJournal, str, float, int]:
+def build(folder: Path, mode: Mode) -> tuple[SqliteJournal, str, float, int, int]:
     journal = SqliteJournal(str(folder / "journal.db"))
     journal.migrate()
     account = journal.add_account("alice", "hash")
     rng = random.Random(11)
     started = time.perf_counter()
-    total = 0
+    total = late = 0
+    before: list[Point] = []  # the day before, sent again (the Default period's window)
     for day in range(mode.days):
         points, records = day_points(day, rng)
+        on_time = [p for p in points if not _synced_late(p)]
+        late += sum(map(_synced_late, before))
+        points, before = before + on_time, [*on_time, *(p for p in points if _synced_late(p))]
         at = START + timedelta(days=day + 1)
         delivery_id = ids.new_delivery_id(at)
         journal.insert_delivery(
@@ -127,7 +134,12 @@ def build(folder: Path, mode: Mode) -> tuple[SqliteJournal, str, float, int]:
             failure=None, points=points, records=records,
         )  # fmt: skip
         total += len(points)
-    return journal, account.id, time.perf_counter() - started, total
+    return journal, account.id, time.perf_counter() - started, total, late
+
+
+def _synced_late(p: Point) -> bool:
+    """The steps of 15:00-16:00 (UTC): sent a delivery late, older than its bar."""
+    return p.metric == "step_count" and p.start[11:13] == "15"
 
 
 def timed(call: Any) -> tuple[float, Any]:
@@ -148,7 +160,7 @@ def main() -> None:
     exit_on_sigterm()
     with tempfile.TemporaryDirectory() as tmp:
         note(f"building {mode.days} days of minute-level data")
-        journal, _, build_s, points = build(Path(tmp), mode)
+        journal, _, build_s, points, late_sent = build(Path(tmp), mode)
         app = create_app(journal, MemoryArchive(), DashboardOptions())
         client = app.test_client()
         end = START + timedelta(days=mode.days)
@@ -180,6 +192,8 @@ def main() -> None:
             note(f"timing {name}")
             seconds[name], answer = timed(lambda url=url: get(url))
             rows[name] = len(str(answer))
+            if name == "coverage_every_metric":
+                late = sum(m["late_points"] for m in answer["metrics"])
         conn = sqlite3.connect(journal.path)
         floor_s, _ = timed(lambda: conn.execute("SELECT count(*), sum(qty) FROM points").fetchone())
         conn.close()
@@ -192,7 +206,9 @@ def main() -> None:
             "mode": "quick" if args.quick else "full",
             "machine": machine(),
             "days": mode.days,
-            "points": points,
+            "points_sent": points,
+            "late_points_sent": late_sent,
+            "late_points_found": late,
             "build_s": rounded(build_s),
             "db_mib": rounded(db_mib, 1),
             "floor_full_scan_s": rounded(floor_s, 4),

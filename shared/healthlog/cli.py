@@ -204,12 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Per metric: the first and last day with data (the phone's local days), "
         "the days with data, the gaps (days without data between two days with data, for a "
         "metric with data on at least half the days of its span), and per day the points that "
-        "arrived late (older than what an earlier delivery of the metric brought: an export "
-        '"Since Last Sync" would have missed them). docs/dashboard.md, "Data coverage".',
+        "arrived late (older than what the deliveries before the one that first brought them had "
+        'brought of the metric: an export "Since Last Sync" would have missed them). '
+        'docs/dashboard.md, "Data coverage".',
     )
     p.add_argument("--metric", help="one metric (default: all)")
-    p.add_argument("--from", dest="start_from", help="UTC start, inclusive (e.g. 2024-01-31)")
-    p.add_argument("--to", dest="start_to", help="UTC start, exclusive")
+    p.add_argument("--from", dest="start_from", help="first day, on its clock (e.g. 2024-01-31)")
+    p.add_argument("--to", dest="start_to", help="end, exclusive: a day it reaches into is in")
     _account_flag(p)
     _json_flag(p)
     p.set_defaults(run=cmd_coverage)

@@ -27,7 +27,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta, timezone
 from enum import StrEnum
 from typing import Any
 
@@ -634,10 +634,14 @@ class Reads:
         start: datetime | str | None = None,
         end: datetime | str | None = None,
     ) -> list[Coverage]:
-        """Per metric: points per local day, the gaps, and the points that came late."""
+        """Per metric: points per local day, the gaps, and the points that came late.
+
+        Whole days of the phone's clock: from the day ``start`` falls on up to the last
+        day ``end`` reaches into (each read on its own clock).
+        """
         if metric is not None:
             self.metric_fields(metric)  # an unknown name is an error, not an empty list
-        bounds = {"start_from": _bound(start), "start_to": _bound(end)}
+        bounds = {"day_from": _first_day(start), "day_to": _day_after(end)}
         days: dict[str, dict[str, int]] = defaultdict(dict)
         for name, day, count in self.journal.metric_days(
             account_id=self.account.id, metric=metric, **bounds
@@ -813,6 +817,23 @@ def _as_datetime(at: datetime | str | None) -> datetime | None:
     except ValueError:
         return first_at_or_after(at)
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _first_day(at: datetime | str | None) -> str | None:
+    """The day a range's start falls on, on its own clock: coverage counts whole days."""
+    found = _as_datetime(at)
+    return None if found is None else found.date().isoformat()
+
+
+def _day_after(at: datetime | str | None) -> str | None:
+    """The first day a range's (exclusive) end leaves out: a day it reaches into is in."""
+    found = _as_datetime(at)
+    if found is None:
+        return None
+    day = found.date()
+    if found.time() != time():
+        day += timedelta(days=1)
+    return day.isoformat()
 
 
 def _unknown(what: str, name: str, known: Sequence[str]) -> str:

@@ -19,6 +19,7 @@ from healthlog.errors import (
     NoSuchAccount,
     TokenTaken,
 )
+from healthlog.journal import rows
 from healthlog.journal.port import ZERO_CURSOR, Journal, StoredPoint
 from healthlog.model import Cursor, Delivery, NewDelivery, ParseStatus
 
@@ -928,7 +929,7 @@ def test_metric_days_and_late_points_tell_which_days_have_data_and_what_came_lat
 ) -> None:
     """A point older than what an earlier delivery of its metric brought is late."""
     account = seed.account()
-    first, second = seed.delivery(account), seed.delivery(account)
+    first, second, third = seed.delivery(account), seed.delivery(account), seed.delivery(account)
     seed.fold(
         first,
         [
@@ -944,6 +945,20 @@ def test_metric_days_and_late_points_tell_which_days_have_data_and_what_came_lat
             point("2026-01-02T09:00:00.000000Z", utc_offset=0),  # late too
             point("2026-01-04T08:00:00.000000Z", utc_offset=0),  # after it: on time
             point("2026-01-02T08:00:00.000000Z", metric="heart_rate", utc_offset=0),  # 1st: on time
+            point("2026-01-01T08:00:00.000000Z", qty=2.0, utc_offset=0),  # sent again
+        ],
+    )
+    # a window that sends everything again (HAE's Default period) and one new point:
+    # the points already held keep their first arrival's verdict and count once
+    seed.fold(
+        third,
+        [
+            point("2026-01-01T08:00:00.000000Z", utc_offset=0),
+            point("2026-01-02T08:00:00.000000Z", utc_offset=0),
+            point("2026-01-02T09:00:00.000000Z", utc_offset=0),
+            point("2026-01-03T08:00:00.000000Z", utc_offset=0),
+            point("2026-01-04T08:00:00.000000Z", utc_offset=0),
+            point("2026-01-05T08:00:00.000000Z", utc_offset=0),
         ],
     )
 
@@ -954,16 +969,46 @@ def test_metric_days_and_late_points_tell_which_days_have_data_and_what_came_lat
         ("step_count", "2026-01-02", 2),
         ("step_count", "2026-01-03", 1),
         ("step_count", "2026-01-04", 1),
+        ("step_count", "2026-01-05", 1),
     ]
     assert journal.metric_days(
-        account_id=account.id, metric="step_count", start_from="2026-01-02", start_to="2026-01-03"
+        account_id=account.id, metric="step_count", day_from="2026-01-02", day_to="2026-01-03"
     ) == [("step_count", "2026-01-02", 2)]
     assert journal.late_points(account_id=account.id) == [("step_count", "2026-01-02", 2)]
-    # a range picks the late points counted, not the deliveries that set the bar
-    assert journal.late_points(account_id=account.id, start_from="2026-01-02T08:30") == [
-        ("step_count", "2026-01-02", 1)
+    assert journal.late_points(account_id=account.id, day_from="2026-01-03") == []
+    assert journal.late_points(account_id=account.id, day_to="2026-01-03") == [
+        ("step_count", "2026-01-02", 2)
     ]
     assert journal.late_points(account_id=account.id, metric="heart_rate") == []
+    # refolding a delivery counts nothing twice
+    seed.fold(
+        second, [point("2026-01-02T08:00:00.000000Z", utc_offset=0)], expected=ParseStatus.PARSED
+    )
+    assert sum(n for *_, n in journal.metric_days(account_id=account.id)) == 8
+
+
+def test_metric_days_count_the_showcase_points_per_day_of_their_own_clock(
+    seed: Seed, journal: Journal
+) -> None:
+    """What the fold counts as it writes is what the showcase holds, day by local day."""
+    account = seed.account()
+    sent = [
+        point("2026-03-28T23:30:00.000000Z", utc_offset=60),  # the 29th in Paris
+        point("2026-03-29T00:30:00.000000Z", utc_offset=120),  # the 29th, after the change
+        point("2026-03-29T22:30:00.000000Z", utc_offset=120),  # the 30th
+        point("2026-03-29T22:30:00.000000Z", field="other", utc_offset=120),
+        point("2026-03-30T10:00:00.000000Z", utc_offset=None),  # no offset: UTC
+    ]
+    seed.fold(seed.delivery(account), sent[:3])
+    seed.fold(seed.delivery(account), sent[1:])
+    counted: dict[str, int] = {}
+    for p in journal.export_points(account_id=account.id):
+        day = rows.local_day(p.point.start, p.point.utc_offset)
+        counted[day] = counted.get(day, 0) + 1
+    assert journal.metric_days(account_id=account.id) == [
+        ("step_count", day, n) for day, n in sorted(counted.items())
+    ]
+    assert counted == {"2026-03-29": 2, "2026-03-30": 3}
 
 
 def test_exports_filter_by_field_source_and_identity_and_list_records_without_items(

@@ -176,6 +176,29 @@ def test_a_database_migrated_step_by_step_equals_a_fresh_one() -> None:
         assert versions == list(range(1, head + 1))
 
 
+def test_migration_0007_counts_the_points_folded_before_it_per_local_day() -> None:
+    """As on SQLite: on the phone's day, and none judged late."""
+    with pg.fresh_database() as url:
+        journal = PostgresJournal(url)
+        journal.migrate(target=6)
+        with raw(url) as conn:
+            for start, offset in (
+                ("2026-01-01T23:30:00Z", 60),
+                ("2026-01-02T10:00:00Z", None),
+                ("2026-01-03T00:30:00Z", -60),
+            ):
+                conn.execute(
+                    "INSERT INTO points (account_id, metric, field, source, start, utc_offset,"
+                    " unit, layer_received_at, layer_id)"
+                    " VALUES ('a', 'm', 'qty', 's', %s, %s, 'u', now(), 'd1')",
+                    (start, offset),
+                )
+        journal.migrate()
+        assert journal.metric_days(account_id="a") == [("m", "2026-01-02", 3)]
+        assert journal.late_points(account_id="a") == []
+        journal.close()
+
+
 def test_migrations_are_numbered_like_the_sqlite_ones() -> None:
     assert [(m.version, m.name) for m in migrate.load("postgres")] == [
         (m.version, m.name) for m in migrate.load("sqlite")

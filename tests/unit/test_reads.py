@@ -527,9 +527,13 @@ def test_late_points_are_those_older_than_what_an_earlier_delivery_brought(
     (cov,) = read.coverage()
     assert cov.late == {"2026-03-02": 2}
     assert cov.as_dict()["late_points"] == 2
-    # the showcase keeps no history: an old point sent again (a manual export of that
-    # range) is held by the newer delivery, and counts as late like one never seen
+    # an old point sent again (a manual export of that range, a window that re-sends
+    # the last days) keeps the verdict of its first arrival: on time
     send.send([pt("step_count", "2026-03-01 08:00", 1)])
+    (cov,) = read.coverage()
+    assert cov.late == {"2026-03-02": 2}
+    # one never seen before, that old, is late
+    send.send([pt("step_count", "2026-03-01 09:00", 1)])
     (cov,) = read.coverage()
     assert cov.late == {"2026-03-01": 1, "2026-03-02": 2}
 

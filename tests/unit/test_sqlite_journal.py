@@ -457,6 +457,31 @@ def test_migration_0006_fills_the_extents_of_deliveries_folded_before_it(
     ]
 
 
+def test_migration_0007_counts_the_points_folded_before_it_per_local_day(
+    tmp_path: Path,
+) -> None:
+    """Counted on their phone's day; when they arrived was not kept, so none is late."""
+    path = str(tmp_path / "j.db")
+    journal = SqliteJournal(path)
+    journal.migrate(target=6)
+    with raw(path) as conn:  # points a delivery folded at version 6 left
+        conn.executemany(
+            "INSERT INTO points (account_id, metric, field, source, start, utc_offset, unit,"
+            " layer_received_at, layer_id) VALUES ('a', 'm', 'qty', 's', ?, ?, 'u', 'r', 'd1')",
+            [
+                ("2026-01-01T23:30:00.000000Z", 60),  # the 2nd on the phone's clock
+                ("2026-01-02T10:00:00.000000Z", None),
+                ("2026-01-03T00:30:00.000000Z", -60),  # the 2nd as well
+            ],
+        )
+        conn.commit()
+    journal.migrate()
+
+    assert journal.metric_days(account_id="a") == [("m", "2026-01-02", 3)]
+    assert journal.late_points(account_id="a") == []
+    journal.close()
+
+
 @given(
     at=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
     offset=st.one_of(st.none(), st.integers(min_value=-1440, max_value=1440)),

@@ -6,6 +6,7 @@ import pytest
 from healthlog.errors import HealthlogError
 from healthlog.journal import core
 from healthlog.journal.statements import Statements, parse
+from healthlog.model import Point
 
 DIALECTS = {"sqlite": ":{}", "postgres": "%({})s"}
 
@@ -75,8 +76,18 @@ def test_a_file_without_a_statement_the_core_runs_is_refused() -> None:
         Statements.load("sqlite", param=":{}", required=("pending_page", "no_such_statement"))
 
 
-def test_late_point_ranges_of_a_metric_merge_where_they_overlap_or_touch() -> None:
-    merged = core._merged(
-        [("m", "c", "e"), ("m", "a", "b"), ("n", "a", "z"), ("m", "b", "c"), ("m", "x", "y")]
-    )
-    assert merged == [("m", "a", "e"), ("m", "x", "y"), ("n", "a", "z")]
+def test_the_days_a_delivery_touches_merge_into_runs_per_metric() -> None:
+    """Where the fold counts a delivery's points: its UTC days, consecutive ones merged."""
+    points = [
+        Point("m", "qty", "s", f"2026-01-{day:02}T{hour:02}:00:00.000000Z", 0, None, 1.0, None, "u")
+        for day, hour in ((3, 1), (1, 5), (2, 23), (2, 0), (9, 12), (31, 0))
+    ] + [Point("n", "qty", "s", "2025-12-31T23:59:59.999999Z", 0, None, 1.0, None, "u")]
+    assert core.touched_days(points) == {
+        "m": [
+            ("2026-01-01T00:00:00.000000Z", "2026-01-03T23:59:59.999999Z"),
+            ("2026-01-09T00:00:00.000000Z", "2026-01-09T23:59:59.999999Z"),
+            ("2026-01-31T00:00:00.000000Z", "2026-01-31T23:59:59.999999Z"),
+        ],
+        "n": [("2025-12-31T00:00:00.000000Z", "2025-12-31T23:59:59.999999Z")],
+    }
+    assert core.touched_days([]) == {}

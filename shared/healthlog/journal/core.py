@@ -17,10 +17,9 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, TypeVar
 
 import orjson
@@ -40,6 +39,7 @@ from healthlog.journal.port import (
     Summary,
 )
 from healthlog.journal.rows import to_text
+from healthlog.journal.statements import Statements
 from healthlog.model import Account, Cursor, Delivery, NewDelivery, ParseStatus, Point, Record
 
 T = TypeVar("T")
@@ -87,8 +87,10 @@ STATEMENTS = (
     "catalog",
     "point_buckets",
     "metric_days",
-    "delivery_bars",
-    "point_layers",
+    "late_days",
+    "metric_bars",
+    "day_tally",
+    "add_point_days",
     "delete_extents",
     "insert_extent",
     *(f"bucket_{bucket}" for bucket in BUCKETS),
@@ -100,6 +102,85 @@ STATEMENTS = (
 #: a body with a million unknown keys must not make a row (and ``status``) of megabytes
 MAX_KEYS = 100
 KEY_CHARS = 200
+
+
+#: a day's last instant, as stored: a range of UTC days ends there
+_DAY_END = "T23:59:59.999999Z"
+_DAY_START = "T00:00:00.000000Z"
+
+
+def touched_days(points: Sequence[Point]) -> dict[str, list[tuple[str, str]]]:
+    """Per metric, the UTC days its points start on, runs of days merged: closed ranges
+    of stored time text, where a delivery can add points (and nowhere else)."""
+    by_metric: dict[str, list[str]] = {}
+    for metric, day in sorted({(p.metric, p.start[:10]) for p in points}):
+        by_metric.setdefault(metric, []).append(day)
+    return {metric: _runs(days) for metric, days in by_metric.items()}
+
+
+def _runs(days: list[str]) -> list[tuple[str, str]]:
+    try:
+        dates = [date.fromisoformat(day) for day in days]
+    except ValueError:  # not a time: the write refuses it, or stores it as it came
+        return [(days[0], days[-1] + _DAY_END)]
+    runs: list[tuple[date, date]] = []
+    for day in dates:
+        if runs and (day - runs[-1][1]).days == 1:
+            runs[-1] = (runs[-1][0], day)
+        else:
+            runs.append((day, day))
+    return [(first.isoformat() + _DAY_START, last.isoformat() + _DAY_END) for first, last in runs]
+
+
+class _DayTally:
+    """What one write brings first into point_days (docs/database.md, "point_days").
+
+    The showcase's points where the delivery's points fall, per metric and day of the
+    phone's clock, and how many of them are older than the metric's bar, are read before
+    the write and after it: points are never removed and the write is the transaction's
+    only change, so the difference is exactly the keys this delivery is first to bring.
+    """
+
+    def __init__(
+        self,
+        sql: Statements,
+        layer: Layer,
+        bars: dict[str, str],
+        ranges: dict[str, list[tuple[str, str]]],
+    ) -> None:
+        self._sql = sql
+        self._query = self._sql.render("day_tally", day=self._sql["bucket_day"])
+        self._layer = layer
+        self._bars = bars
+        self._ranges = ranges
+        self._before: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def _read(self, conn: Connection) -> dict[tuple[str, str], tuple[int, int]]:
+        counts: dict[tuple[str, str], tuple[int, int]] = {}
+        for metric, ranges in self._ranges.items():
+            for low, high in ranges:
+                params = {
+                    "account_id": self._layer.account_id,
+                    "metric": metric,
+                    "low": low,
+                    "high": high,
+                    "bar": self._bars.get(metric),
+                }
+                for day, points, late in conn.execute(self._query, params).fetchall():
+                    held = counts.get((metric, str(day)), (0, 0))
+                    counts[(metric, str(day))] = (held[0] + int(points), held[1] + int(late))
+        return counts
+
+    def count_before(self, conn: Connection) -> None:
+        self._before = self._read(conn)
+
+    def count_after(self, conn: Connection) -> None:
+        for (metric, day), (points, late) in self._read(conn).items():
+            before = self._before.get((metric, day), (0, 0))
+            brought = {"points": points - before[0], "late": late - before[1]}
+            if brought["points"] or brought["late"]:
+                params = {"account_id": self._layer.account_id, "metric": metric, "day": day}
+                conn.execute(self._sql["add_point_days"], {**params, **brought})
 
 
 def extents(points: Sequence[Point]) -> dict[tuple[str, str, str, str], list[Any]]:
@@ -344,7 +425,9 @@ class SqlJournal:
                 )
             account_id, received_at = won[0]
             layer = Layer(account_id, received_at, delivery_id)
+            tally = self._tally(conn, layer, points)
             self._driver.write_showcase(conn, layer, points, records)
+            tally.count_after(conn)
             conn.execute(sql["delete_extents"], {"delivery_id": delivery_id})
             for (metric, field, unit, source), (first, last, count) in extents(points).items():
                 conn.execute(
@@ -364,6 +447,14 @@ class SqlJournal:
                 )
 
         self._write(work)
+
+    def _tally(self, conn: Connection, layer: Layer, points: Sequence[Point]) -> _DayTally:
+        """Count, before the write, what the showcase holds where the points fall."""
+        ranges = touched_days(points)
+        found = conn.execute(self._sql["metric_bars"], layer._asdict()).fetchall() if points else []
+        tally = _DayTally(self._sql, layer, {str(m): bar for m, bar in found}, ranges)
+        tally.count_before(conn)
+        return tally
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -546,58 +637,40 @@ class SqlJournal:
         *,
         account_id: str,
         metric: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        day_from: str | None = None,
+        day_to: str | None = None,
     ) -> list[tuple[str, str, int]]:
-        filters = self._range_filters("", {"metric": metric}, start_from, start_to)
-        if filters is None:
-            return []
-        where, params = filters
-        params["account_id"] = account_id
-        fill = {"and": where, "day": self._sql["bucket_day"]}
-        found = self._fetch(self._sql.render("metric_days", **fill), params)
-        return [(str(metric_), str(day), int(count)) for metric_, day, count in found]
+        return self._days("metric_days", account_id, metric, day_from, day_to)
 
     def late_points(
         self,
         *,
         account_id: str,
         metric: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        day_from: str | None = None,
+        day_to: str | None = None,
     ) -> list[tuple[str, str, int]]:
-        """A pass over the points that can be late, each probing its delivery's bar.
+        return self._days("late_days", account_id, metric, day_from, day_to)
 
-        Those are the starts in [earliest, bar) of some delivery of the metric: the
-        ranges, merged, are read once each. (A join of points with the bars made the
-        database walk every older point once per delivery: a year of minute-level
-        data took a minute.)
-        """
-        bar_filter, bar_params = self._filters(metric=metric)
-        bar_params["account_id"] = account_id
-        sql = self._sql.render("delivery_bars", **{"and": bar_filter})
-        found = self._fetch(sql, bar_params)
-        bars = {(delivery_id, metric_): bar for delivery_id, metric_, bar, _ in found}
-        late: Counter[tuple[str, str]] = Counter()
-        # only the starts in [earliest, bar) of some delivery can be late: read those
-        # ranges of each metric, merged, instead of every point
-        for name, low, high in _merged(
-            (metric_, earliest, bar) for _, metric_, bar, earliest in found
-        ):
-            within: dict[str, str | None] = {"metric": name}
-            filters = self._range_filters("", within, start_from, start_to)
-            if filters is None:
-                return []
-            where, params = filters
-            where += f" AND start >= {self._sql.param('low')} AND start < {self._sql.param('high')}"
-            params.update(account_id=account_id, low=low, high=high)
-            for name_, start, offset, layer in self._streamed(
-                [self._sql.render("point_layers", **{"and": where})], params, _rows
-            ):
-                bar = bars.get((layer, name_))
-                if bar is not None and start < bar:
-                    late[(name_, rows.local_day(start, offset))] += 1
-        return [(name, day, count) for (name, day), count in sorted(late.items())]
+    def _days(
+        self,
+        statement: str,
+        account_id: str,
+        metric: str | None,
+        day_from: str | None,
+        day_to: str | None,
+    ) -> list[tuple[str, str, int]]:
+        """Rows of point_days, which the fold keeps as it writes: a read of a day a row."""
+        where, params = self._filters(metric=metric)
+        params["account_id"] = account_id
+        if day_from is not None:
+            where += f" AND day >= {self._sql.param('day_from')}"
+            params["day_from"] = day_from
+        if day_to is not None:
+            where += f" AND day < {self._sql.param('day_to')}"
+            params["day_to"] = day_to
+        found = self._fetch(self._sql.render(statement, **{"and": where}), params)
+        return [(str(metric_), str(day), int(count)) for metric_, day, count in found]
 
     def fingerprint(self, account_id: str | None = None) -> str:
         """A hash of the whole showcase (every column of every row, in key order)."""
@@ -609,17 +682,6 @@ class SqlJournal:
 
 def _stored_points(found: Iterator[tuple[Any, ...]]) -> Iterator[StoredPoint]:
     return map(rows.stored_point, found)
-
-
-def _merged(ranges: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
-    """Half-open (metric, low, high) ranges, the overlapping ones of a metric merged."""
-    out: list[tuple[str, str, str]] = []
-    for metric, low, high in sorted(ranges):
-        if out and out[-1][0] == metric and low <= out[-1][2]:
-            out[-1] = (metric, out[-1][1], max(high, out[-1][2]))
-        else:
-            out.append((metric, low, high))
-    return out
 
 
 def _rows(found: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:

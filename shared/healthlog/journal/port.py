@@ -279,24 +279,29 @@ class Journal(Protocol):
         *,
         account_id: str,
         metric: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        day_from: str | None = None,
+        day_to: str | None = None,
     ) -> list[tuple[str, str, int]]:
-        """(metric, local day ``YYYY-MM-DD``, points) for each day a metric has data."""
+        """(metric, local day ``YYYY-MM-DD``, points) for each day a metric has data.
+
+        A point counts once, on the day of the phone's clock its start and offset give,
+        from the moment its key enters the showcase. Days in ``[day_from, day_to)``.
+        """
 
     def late_points(
         self,
         *,
         account_id: str,
         metric: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        day_from: str | None = None,
+        day_to: str | None = None,
     ) -> list[tuple[str, str, int]]:
         """(metric, local day, points) of the points that arrived late.
 
-        A point is late when its start is older than the newest start of that metric in
-        the deliveries that came before the one that holds it: an export "since the last
-        sync" would not have sent it again.
+        A point is late when its start is older than the newest start of its metric
+        that the deliveries received before the one that first brought it had brought:
+        an export "since the last sync" would not have sent it. A point sent again later
+        (a re-sending window, a manual export) is judged by its first arrival only.
         """
 
     def fingerprint(self, account_id: str | None = None) -> str:

@@ -224,42 +224,45 @@ GROUP BY bucket
 ORDER BY bucket
 
 -- metric_days --
--- Per metric, the points of an account on each day of the phone's local time.
-SELECT metric, /*day!*/ AS day, count(*)
-FROM points
+-- Per metric, the points of an account on each day of the phone's clock (point_days,
+-- kept as the fold writes).
+SELECT metric, day, points
+FROM point_days
 WHERE account_id = :account_id /*and*/
-GROUP BY metric, day
 ORDER BY metric, day
 
--- delivery_bars --
--- Per delivery and metric, the newest start that the deliveries received before it
--- brought of that metric (delivery_extents): a window in (received_at, id) order, and
--- the delivery's own earliest start. A point its delivery holds is late when it starts
--- before that bar (and so at or after that earliest start).
-WITH brought AS (
-    SELECT delivery_id, metric, received_at, max(last_start) AS newest,
-           min(first_start) AS earliest
-    FROM delivery_extents
-    WHERE account_id = :account_id /*and*/
-    GROUP BY delivery_id, metric, received_at
-), bars AS (
-    SELECT delivery_id, metric, earliest,
-           max(newest) OVER (
-               PARTITION BY metric ORDER BY received_at, delivery_id
-               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-           ) AS bar
-    FROM brought
-)
--- only the deliveries that brought something older than their bar can hold late points
-SELECT delivery_id, metric, bar, earliest FROM bars WHERE earliest < bar
+-- late_days --
+-- Per metric, the days of an account with points that arrived late, and how many.
+SELECT metric, day, late
+FROM point_days
+WHERE account_id = :account_id AND late > 0 /*and*/
+ORDER BY metric, day
 
--- point_layers --
--- Every point's metric, start, offset and layer, in key order: what the late-points
--- count reads once, probing the bars by (layer, metric).
-SELECT metric, start, utc_offset, layer_id
+-- metric_bars --
+-- Per metric, the newest start that the deliveries of an account received before this
+-- one brought (delivery_extents): a point this delivery is first to bring is late when
+-- it is older.
+SELECT metric, max(last_start)
+FROM delivery_extents
+WHERE account_id = :account_id AND (received_at, delivery_id) < (:received_at, :delivery_id)
+GROUP BY metric
+
+-- day_tally --
+-- A metric's showcase points in a range of starts, per day of the phone's clock, and how
+-- many are older than a bar; read before and after a delivery is written, the difference
+-- is what that delivery brought first.
+SELECT /*day!*/ AS day, count(*), count(CASE WHEN start < :bar THEN 1 END)
 FROM points
-WHERE account_id = :account_id /*and*/
-ORDER BY account_id, metric, start, field, source
+WHERE account_id = :account_id AND metric = :metric AND start >= :low AND start < :high
+GROUP BY day
+
+-- add_point_days --
+-- Add what a delivery brought first to a day's counts.
+INSERT INTO point_days (account_id, metric, day, points, late)
+VALUES (:account_id, :metric, :day, :points, :late)
+ON CONFLICT (account_id, metric, day) DO UPDATE SET
+    points = point_days.points + excluded.points,
+    late = point_days.late + excluded.late
 
 -- delete_extents --
 -- What a delivery brought, forgotten before its outcome is written again.
