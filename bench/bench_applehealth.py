@@ -137,7 +137,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     big = 8.0 if args.quick else args.mb
-    report: dict[str, object] = {"benchmark": "applehealth", "machine": machine(), "cases": []}
+    report: dict[str, object] = {
+        "benchmark": "applehealth",
+        "mode": "quick" if args.quick else "full",
+        "machine": machine(),
+        "cases": [],
+    }
     with tempfile.TemporaryDirectory(prefix="bench-applehealth-") as tmp:
         for mb in (big / 4, big):
             path = Path(tmp) / f"export-{mb:g}.xml"

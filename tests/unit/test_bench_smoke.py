@@ -104,7 +104,9 @@ def test_pending_benchmark_reports_the_lookup_at_both_sizes() -> None:
 
 def test_dashboard_benchmark_times_every_read_a_page_makes_against_a_scan_floor() -> None:
     report = run_quick("dashboard")
-    assert report["points"] > 50_000
+    assert report["points_sent"] > 50_000
+    # every late point the benchmark sent, and no other, is found by coverage
+    assert report["late_points_found"] == report["late_points_sent"] > 0
     assert_positive(report, "floor_full_scan_s", "build_s")
     assert set(report["seconds"]) == {
         "overview", "catalog", "resting_heart_rate_per_day", "heart_rate_year_auto",
@@ -114,3 +116,13 @@ def test_dashboard_benchmark_times_every_read_a_page_makes_against_a_scan_floor(
     assert all(v > 0 for v in report["seconds"].values())
     assert all(v > 0 for v in report["answer_chars"].values())
     assert report["slowest"] in report["seconds"]
+
+
+def test_applehealth_benchmark_reads_two_sizes_against_a_bare_iterparse() -> None:
+    report = run_quick("applehealth")
+    small, big = report["cases"]
+    assert 0 < small["xml_mb"] < big["xml_mb"]
+    for case in (small, big):
+        assert case["points"] > 0 and case["elements"] > 0
+        assert case["floor_elements_per_s"] > 0 and case["reader_elements_per_s"] > 0
+        assert case["reader_peak_rss_mb"] > 0
