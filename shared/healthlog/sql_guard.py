@@ -133,6 +133,15 @@ VIEWS: dict[str, View] = {
             ("points", "points it brought"),
         ),
     ),
+    "my_point_days": View(
+        "per metric and day of the phone's clock: points held and how many arrived late",
+        (
+            ("metric", "metric name"),
+            ("day", "YYYY-MM-DD on the phone's clock"),
+            ("points", "points of the metric held on that day"),
+            ("late", "how many of them arrived late (older than what earlier deliveries brought)"),
+        ),
+    ),
 }
 
 # the views' SQL: {account} is the account id as a quoted literal
@@ -148,6 +157,8 @@ _SQLITE = {
     "failure, attempts, folded_at FROM main.deliveries WHERE account_id = {account}",
     "my_delivery_extents": "SELECT delivery_id, metric, field, unit, source, received_at, "
     "first_start, last_start, points FROM main.delivery_extents WHERE account_id = {account}",
+    "my_point_days": "SELECT metric, day, points, late FROM main.point_days "
+    "WHERE account_id = {account}",
 }
 _POSTGRES = _SQLITE | {
     "my_points": "SELECT metric, field, source, start, to_char((start + make_interval(mins => "

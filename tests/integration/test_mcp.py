@@ -304,6 +304,14 @@ def test_each_answer_equals_what_export_gives(sample: Sample) -> None:
         )  # fmt: skip
         assert total["columns"] == ["steps", "n"]
         assert total["rows"] == [[sum(p["qty"] for p in steps), len(steps)]]
+        per_day = await s.ok(
+            "sql", query="SELECT day, points FROM my_point_days WHERE metric = 'step_count' "
+            "ORDER BY day",
+        )  # fmt: skip
+        counted: dict[str, int] = defaultdict(int)
+        for p in steps:
+            counted[local(p["start"], p["utc_offset"]).date().isoformat()] += 1
+        assert per_day["rows"] == [[day, n] for day, n in sorted(counted.items())]
 
     session(sample, work)
 
