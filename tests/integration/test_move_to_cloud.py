@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from healthlog import cli, tokens, wiring
-from healthlog.archive.local import TMP_DIR, LocalArchive
+from healthlog.archive.local import MARKER, TMP_DIR, LocalArchive
 from healthlog.config import Settings
 from healthlog.fold.service import FoldService
 from healthlog.ingest import IngestDeps, IngestRequest, accept
@@ -88,11 +88,12 @@ def embedded_install(var: Path) -> tuple[SqliteJournal, LocalArchive]:
 
 
 def s3_sync(folder: Path, s3: S3Client, bucket: str) -> int:
-    """``aws s3 sync FOLDER s3://BUCKET --exclude ".tmp/*"``: each file under its path."""
+    """``aws s3 sync FOLDER s3://BUCKET --exclude ".tmp/*" --exclude ".healthlog-archive"``
+    (docs/deploy.md): each file under its path."""
     sent = 0
     for path in sorted(folder.rglob("*")):
         key = path.relative_to(folder).as_posix()
-        if path.is_file() and not key.startswith(f"{TMP_DIR}/"):
+        if path.is_file() and not key.startswith(f"{TMP_DIR}/") and key != MARKER:
             s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
             sent += 1
     return sent

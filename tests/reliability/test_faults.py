@@ -300,6 +300,21 @@ def test_archive_volume_gone_during_fold_leaves_pending_not_missing(
     assert dict(fold.pass_once().tally.classes) == {"parsed": 1}
 
 
+def test_archive_volume_unmounted_leaves_pending_not_missing(
+    journal: Journal, tmp_path: Path, phone: Phone
+) -> None:
+    """Unmounted, the volume leaves its mount point behind: an empty, unmarked folder."""
+    delivery = phone.send(BODY)
+    (tmp_path / "archive").rename(tmp_path / "elsewhere")
+    (tmp_path / "archive").mkdir()
+    fold = FoldPass(journal, Player(journal, LocalArchive(tmp_path / "archive")))
+    assert dict(fold.pass_once().tally.reasons) == {"ArchiveUnavailable": 1}
+    assert status_of(journal, delivery) == (ParseStatus.PENDING, 0)
+    (tmp_path / "archive").rmdir()
+    (tmp_path / "elsewhere").rename(tmp_path / "archive")
+    assert dict(fold.pass_once().tally.classes) == {"parsed": 1}
+
+
 class _Raw:
     def __init__(self, body: bytes) -> None:
         self._body = body

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -372,6 +373,20 @@ def test_archive_unavailable_is_503_with_retry_after_and_no_row(tmp_path: Path, 
         assert list(inner.keys()) == []
         assert rig.journal.deliveries() == []
         assert rig.waker.wakes == 0
+
+
+def test_an_unmounted_archive_volume_is_503_and_nothing_lands_on_the_mount_point(
+    tmp_path: Path,
+) -> None:
+    """The bare mount point is an empty folder without the archive's marker."""
+    mount = tmp_path / "archive"
+    mount.mkdir()
+    for rig in make_rig(tmp_path, LocalArchive(mount)):
+        reply = rig.post(sample_body())
+        assert reply.status == 503
+        assert "storage is not available" in reply.body
+        assert os.listdir(mount) == []
+        assert rig.journal.deliveries() == []
 
 
 def test_busy_journal_is_503_and_leaves_the_body_archived_for_reconcile(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from healthlog.archive.local import LocalArchive
-from healthlog.errors import AlreadyExists, ArchiveUnavailable
+from healthlog.archive.local import MARKER, LocalArchive
+from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
 
 MIB = 1024 * 1024
 KEY = "acc-1/2024-05-01/0190a0b0-0000-7000-8000-000000000001.json"
@@ -24,11 +24,17 @@ def temp_files(root: Path) -> list[str]:
     return sorted(os.listdir(root / ".tmp"))
 
 
+def marked(root: Path) -> LocalArchive:
+    """An archive on a folder that exists already (pytest's): marked as one, by hand."""
+    (root / MARKER).touch(exist_ok=True)
+    return LocalArchive(root)
+
+
 def test_a_body_left_by_a_crash_is_never_listed(tmp_path: Path) -> None:
-    crashed = LocalArchive(tmp_path)
+    crashed = marked(tmp_path)
     w = crashed.writer(KEY)
     w.write(b'{"data": ')  # the process dies here: no commit, no abort
-    restarted = LocalArchive(tmp_path)
+    restarted = marked(tmp_path)
     assert list(restarted.keys()) == []
     assert len(temp_files(tmp_path)) == 1  # it is there, but only as a temp file
     restarted.put(KEY, b"{}")
@@ -36,7 +42,7 @@ def test_a_body_left_by_a_crash_is_never_listed(tmp_path: Path) -> None:
 
 
 def test_commit_abort_and_a_taken_key_leave_no_temp_file(tmp_path: Path) -> None:
-    archive = LocalArchive(tmp_path)
+    archive = marked(tmp_path)
     archive.put(KEY, b"{}")
     w = archive.writer("acc-1/aborted.json")
     w.write(b"x")
@@ -48,7 +54,7 @@ def test_commit_abort_and_a_taken_key_leave_no_temp_file(tmp_path: Path) -> None
 
 def test_a_key_under_the_temp_folder_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"\.tmp"):
-        LocalArchive(tmp_path).put(".tmp/x.json", b"{}")
+        marked(tmp_path).put(".tmp/x.json", b"{}")
 
 
 def test_a_root_that_is_a_file_makes_the_archive_unavailable(tmp_path: Path) -> None:
@@ -81,7 +87,7 @@ def test_the_root_is_created_on_first_write(tmp_path: Path) -> None:
 
 
 def test_bodies_and_folders_are_private_to_the_service(tmp_path: Path) -> None:
-    LocalArchive(tmp_path).put(KEY, b"{}")
+    marked(tmp_path).put(KEY, b"{}")
     assert stat.S_IMODE((tmp_path / KEY).stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "acc-1").stat().st_mode) & 0o077 == 0
 
@@ -108,7 +114,7 @@ def ident(path: Path) -> tuple[int, int]:
 def test_commit_fsyncs_the_body_and_every_folder_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    archive = LocalArchive(tmp_path)
+    archive = marked(tmp_path)
     synced = record_fsyncs(monkeypatch)
     archive.put("acc-1/2024-05-01/a.json", b"{}")
     # the body (the temp file's inode is the published file's: a hard link), then the
@@ -128,7 +134,7 @@ def test_commit_fsyncs_the_body_and_every_folder_that_changed(
 def test_a_failed_folder_fsync_takes_the_body_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    archive = LocalArchive(tmp_path)
+    archive = marked(tmp_path)
     real_fsync = os.fsync
 
     def fsync(fd: int) -> None:
@@ -151,7 +157,7 @@ def test_a_filesystem_without_hard_links_makes_the_archive_unavailable(
         raise OSError(errno.EPERM, "Operation not permitted")
 
     monkeypatch.setattr(os, "link", no_link)
-    archive = LocalArchive(tmp_path)
+    archive = marked(tmp_path)
     with pytest.raises(ArchiveUnavailable):
         archive.put(KEY, b"{}")
     monkeypatch.undo()
@@ -162,7 +168,7 @@ def test_a_filesystem_without_hard_links_makes_the_archive_unavailable(
 def test_a_full_disk_during_write_makes_the_archive_unavailable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    archive = LocalArchive(tmp_path)
+    archive = marked(tmp_path)
     w = archive.writer(KEY)
     w.write(b"x")
 
@@ -178,7 +184,7 @@ def test_a_full_disk_during_write_makes_the_archive_unavailable(
 
 
 def test_streaming_a_large_body_keeps_memory_flat(tmp_path: Path) -> None:
-    archive = LocalArchive(tmp_path)
+    archive = marked(tmp_path)
     chunk = os.urandom(64 * 1024)
     total = 50 * MIB
     tracemalloc.start()
@@ -192,3 +198,42 @@ def test_streaming_a_large_body_keeps_memory_flat(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert peak < 1 * MIB, f"peak {peak} bytes while streaming {total}"
     assert archive.size(KEY) == total
+
+
+def test_a_new_root_is_marked_and_an_unmarked_empty_one_is_unavailable(tmp_path: Path) -> None:
+    """An unmounted volume leaves its bare mount point: empty, without the marker."""
+    mount = tmp_path / "volume"
+    archive = LocalArchive(mount)
+    archive.put(KEY, b"{}")  # the first write creates the root, and marks it
+    assert (mount / MARKER).is_file()
+    assert stat.S_IMODE((mount / MARKER).stat().st_mode) == 0o600
+    other = KEY.replace("0001.json", "0002.json")
+
+    (mount).rename(tmp_path / "away")  # umount: the mount point is an empty folder again
+    mount.mkdir()
+    with pytest.raises(ArchiveUnavailable, match="is its volume mounted"):
+        archive.put(other, b"{}")  # nothing written into the bare mount point
+    assert os.listdir(mount) == []
+    with pytest.raises(ArchiveUnavailable):
+        archive.read(KEY)  # unavailable, not a missing body
+    with pytest.raises(ArchiveUnavailable):
+        archive.size(KEY)
+    with pytest.raises(ArchiveUnavailable):
+        list(archive.keys())
+
+    mount.rmdir()
+    (tmp_path / "away").rename(mount)  # mounted again: all there
+    assert archive.read(KEY) == b"{}"
+    archive.put(other, b"{}")
+    assert list(archive.keys()) == [KEY, other]
+
+
+def test_an_archive_from_before_the_marker_is_adopted(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    (root / "acc-1" / "2024-05-01").mkdir(parents=True)
+    (root / KEY).write_bytes(b"{}")
+    archive = LocalArchive(root)
+    assert list(archive.keys()) == [KEY]
+    assert (root / MARKER).is_file()
+    with pytest.raises(BodyMissing):
+        archive.read(KEY.replace("0001.json", "0003.json"))

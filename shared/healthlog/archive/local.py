@@ -9,6 +9,13 @@ body under the key.) The directories whose entries changed are fsynced before
 ``commit`` returns, so a committed body survives a power cut.
 
 A crash leaves at most a file in ``.tmp/``, which is never reported as a key.
+
+The root is marked: a file ``.healthlog-archive`` written when the archive creates its
+root. A root folder without it is not this archive (an unmounted volume's bare mount
+point, a wrong path): unavailable, so ingest answers 503 and the fold leaves deliveries
+pending, instead of writing bodies where the volume will hide them or failing every
+delivery as ``missing_body``. A root that holds bodies but no marker (an archive from
+before the marker) is adopted: the marker is written beside them.
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ from healthlog.errors import AlreadyExists, ArchiveUnavailable, BodyMissing
 from healthlog.files import private_dirs
 
 TMP_DIR = ".tmp"
+#: the file that says a folder is the root of an archive (docs/operations.md)
+MARKER = ".healthlog-archive"
+_MARKER_TEXT = b"healthlog archive root: bodies live under this folder; do not remove\n"
 
 
 class LocalArchive:
@@ -66,7 +76,33 @@ class LocalArchive:
         """Every committed key under ``prefix``, in the same order as S3 lists them."""
         if not self.root.exists():
             return  # nothing was ever written here
+        self.check_root()
         yield from self._walk(self.root, "", prefix)
+
+    def check_root(self, *, create: bool = False) -> None:
+        """Raise ArchiveUnavailable unless the root is this archive's (marked, or adopted).
+
+        With ``create``, a missing root is made, with its marker: the first write.
+        """
+        marker = self.root / MARKER
+        try:
+            if marker.is_file():
+                return
+            created: list[Path] = []
+            if not self.root.exists():
+                if not create:
+                    raise ArchiveUnavailable("archive root is missing")
+                created = private_dirs(self.root)
+            elif not any(entry.name != MARKER for entry in os.scandir(self.root)):
+                raise ArchiveUnavailable(
+                    f"archive root holds no {MARKER} marker and nothing else: is its volume"
+                    f" mounted? (a new, empty folder: create the file {MARKER} in it)"
+                )
+            _write_marker(marker)
+            for folder in created:  # the new root's own entry, and its new parents'
+                _fsync_dir(folder.parent)
+        except OSError as e:
+            raise ArchiveUnavailable(f"archive root check failed: {e.strerror}") from e
 
     def sweep(self, older_than_s: float) -> int:
         """Delete the files in ``.tmp/`` not modified for ``older_than_s`` seconds."""
@@ -99,14 +135,18 @@ class LocalArchive:
         check_key(key)
         if key.split("/", 1)[0] == TMP_DIR:
             raise ValueError(f"archive keys may not start with {TMP_DIR}/")
+        if key == MARKER:
+            raise ValueError(f"{MARKER} is the archive's marker, not a key")
         return self.root / key
 
     def _missing(self, e: OSError) -> BodyMissing | ArchiveUnavailable:
-        # a missing root is an unmounted or misconfigured volume, not a missing body:
-        # the fold must leave the delivery pending rather than fail it
-        if self.root.is_dir():
-            return BodyMissing()
-        return ArchiveUnavailable(f"archive root is not a directory: {e.strerror}")
+        # a root that is not this archive's is an unmounted or misconfigured volume, not
+        # a missing body: the fold must leave the delivery pending rather than fail it
+        try:
+            self.check_root()
+        except ArchiveUnavailable as unavailable:
+            return unavailable
+        return BodyMissing()
 
     def _walk(self, directory: Path, rel: str, prefix: str) -> Iterator[str]:
         try:
@@ -121,7 +161,7 @@ class LocalArchive:
         # ("a-b" < "a/x" because "-" < "/", although the directory "a" < "a-b")
         named = []
         for entry in entries:
-            if not rel and entry.name == TMP_DIR:
+            if not rel and entry.name in (TMP_DIR, MARKER):
                 continue
             if entry.is_dir(follow_symlinks=False):
                 named.append((rel + entry.name + "/", entry, True))
@@ -203,7 +243,12 @@ class LocalWriter:
         if self._file is None:
             tmp_dir = self._archive.root / TMP_DIR
             try:
-                # the root too, if new: bodies are health data, private whatever the umask
+                self._archive.check_root(create=True)
+            except ArchiveUnavailable:
+                self._closed = True
+                raise
+            try:
+                # bodies are health data: private whatever the umask
                 private_dirs(tmp_dir)
                 # mkstemp: O_EXCL, mode 0600, a name no other writer can get
                 fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="body-")
@@ -222,6 +267,20 @@ class LocalWriter:
         """
         directory = self._final.parent
         return [created.parent for created in private_dirs(directory)] + [directory]
+
+
+def _write_marker(marker: Path) -> None:
+    """The marker, durable before the first body is: created once, by one writer."""
+    try:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return  # another writer marked it meanwhile
+    try:
+        os.write(fd, _MARKER_TEXT)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _fsync_dir(marker.parent)
 
 
 def _fsync_dir(directory: Path) -> None:
