@@ -20,11 +20,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from lxml import etree
 
 from healthlog.applehealth import series, types
 from healthlog.applehealth.files import Export, ExportUnreadable
-from healthlog.hae import dates, metrics, records, sections
+from healthlog.hae import dates, metrics, records, sections, units
 from healthlog.hae.records import Found, Spec
 from healthlog.model import Point, Record
 
@@ -36,10 +37,87 @@ _SECONDS = {"s": 1.0, "sec": 1.0, "min": 60.0, "hr": 3600.0, "h": 3600.0, "d": 8
 _MEAL_TIMES = {"1": "Before Meal", "2": "After Meal"}
 _INSULIN_REASONS = {"1": "Basal", "2": "Bolus"}
 _MOTION_CONTEXTS = {"1": "Sedentary", "2": "Active"}
+# the metadata entry a quantity's point takes out of its metadata: heart rate as its
+# ``context``, glucose and insulin as its text
+_SPECIAL_METADATA = {
+    "heart_rate": ("HKMetadataKeyHeartRateMotionContext", _MOTION_CONTEXTS),
+    "blood_glucose": ("HKBloodGlucoseMealTime", _MEAL_TIMES),
+    "insulin_delivery": ("HKInsulinDeliveryReason", _INSULIN_REASONS),
+}
 _PROTECTION = {"1": "Protection Used", "0": "Protection Not Used"}
 _SEXUAL_FIELDS = ("Unspecified", "Protection Used", "Protection Not Used")
 # the export's attributes of a sample kept in a point's extra, beside its metadata
 _SAMPLE_EXTRAS = ("sourceVersion", "device", "creationDate")
+
+
+#: quantity samples are built by ``ExportReading._direct``; False hands every one to
+#: HAE's builder, the reference the tests hold the direct path to
+_DIRECT = True
+_HRV = types.QUANTITY_PREFIX + "HeartRateVariabilitySDNN"  # with beats: HAE's builder
+_DIRECT_KINDS = frozenset(types.QUANTITIES)
+_isfinite = math.isfinite
+_new = tuple.__new__
+_MAX_SOURCE = metrics.MAX_SOURCE
+_MAX_INLINE = metrics.MAX_INLINE
+_SORTED = orjson.OPT_SORT_KEYS
+_dumps = orjson.dumps
+_instant = dates.instant
+# the value key of HAE's point -> the Points' fields (hae.metrics: Min/Avg/Max are the
+# fields min/avg/max; blood pressure's systolic/diastolic keep their names)
+_HEART_RATE_FIELDS = ("min", "avg", "max")
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What becomes of one quantity type's samples in one unit, decided once per reading.
+
+    The decisions HAE's builder makes per metric and unit (``hae.metrics._metric``): the
+    fields, the unit stored, the conversion, whether the unit is too long to keep.
+    """
+
+    metric: str
+    key: str  # the metric's uncovered key (``metrics.<name>``)
+    fields: tuple[str, ...]
+    sent: str  # the unit as HAE spells it: what the sample was sent in
+    percent: bool  # HealthKit's fraction, HAE's percentage
+    unit: str  # the unit stored
+    too_long: bool  # a unit too long to be part of a key: every point is left out
+    convert: bool  # stored in the canonical unit, what was sent kept in extra
+    identity: bool
+    factor: float
+    offset: float
+    incomparable: bool  # a unit that does not convert to the series' canonical one
+    weight: int  # points per sample
+    #: (metadata key, its values' texts) the point takes from its metadata
+    metadata: tuple[str, dict[str, str]] | None
+    note: bool  # ...as its text (else as its ``context``)
+
+    @classmethod
+    def of(cls, kind: str, raw_unit: str | None) -> _Shape:
+        metric = types.QUANTITIES[kind]
+        unit = types.unit_spelling(raw_unit or "")
+        fields = (
+            _HEART_RATE_FIELDS if metric == "heart_rate" else (types.VALUE_KEYS.get(kind, "qty"),)
+        )
+        conv = units.conversion(metric, unit)
+        convert = conv is not None and not (conv.unit == unit and conv.identity)
+        return cls(
+            metric=metric,
+            key=f"metrics.{metric}",
+            fields=fields,
+            sent=unit,
+            percent=unit == types.PERCENT,
+            unit=conv.unit if conv is not None and convert else unit,
+            too_long=len(metric) > metrics.MAX_NAME or len(unit) > metrics.MAX_NAME,
+            convert=convert,
+            identity=conv is None or conv.identity,
+            factor=1.0 if conv is None else conv.factor,
+            offset=0.0 if conv is None else conv.offset,
+            incomparable=conv is None,
+            weight=len(fields),
+            metadata=_SPECIAL_METADATA.get(metric),
+            note=metric != "heart_rate",
+        )
 
 
 class ExportCut(ExportUnreadable):
@@ -63,17 +141,22 @@ class Batch:
 
 @dataclass
 class _Pending:
-    """Point dicts per (metric, unit), in file order, until the batch is built."""
+    """The Points of the batch being read, in file order, and what they were built with.
 
-    groups: list[tuple[str, str, list[dict[str, object]]]] = field(default_factory=list)
+    Most elements become Points at once (``_Direct``); the rest are handed to HAE's own
+    ``metrics.points`` one element at a time. ``found`` is the batch's one accumulator
+    for both (keys of what could not be read, HRV beat series, incomparable values).
+    """
+
+    points: list[Point] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
+    found: Found = field(default_factory=Found)
     size: int = 0
 
     def add(self, metric: str, unit: str, point: dict[str, object], weight: int = 1) -> None:
-        if self.groups and self.groups[-1][0] == metric and self.groups[-1][1] == unit:
-            self.groups[-1][2].append(point)
-        else:
-            self.groups.append((metric, unit, [point]))
+        """One HAE metric point, built by HAE's parser."""
+        section = [{"name": metric, "units": unit, "data": [point]}]
+        self.points.extend(metrics.points(section, self.found))
         self.size += weight
 
 
@@ -112,6 +195,7 @@ class ExportReading:
         self.read: Counter[str] = Counter()
         self.xml_size = self.export.xml_size
         self.bytes_read = 0
+        self._shapes: dict[tuple[str, str | None], _Shape] = {}
 
     def __enter__(self) -> ExportReading:
         return self
@@ -172,13 +256,11 @@ class ExportReading:
         yield self._batch(pending, position)
 
     def _batch(self, pending: _Pending, position: int) -> Batch:
-        found = Found()
-        section = [{"name": m, "units": u, "data": data} for m, u, data in pending.groups]
-        points = list(metrics.points(section, found))
+        found = pending.found
         for key in found.uncovered:  # rare: every value and time was checked before
             self.unreadable[key] += 1
         self.incomparable += found.incomparable
-        return Batch(points, pending.records + found.records, position, self.bytes_read)
+        return Batch(pending.points, pending.records + found.records, position, self.bytes_read)
 
     # --- one top-level element --------------------------------------------------------
 
@@ -186,6 +268,13 @@ class ExportReading:
         tag = element.tag
         self.read[tag] += 1
         if tag == "Record":
+            kind = element.get("type")
+            if _DIRECT and kind in _DIRECT_KINDS and not (kind == _HRV and len(element)):
+                try:
+                    self._direct(kind, element, pending)
+                except ValueError:  # a value, a time or a source that cannot be read
+                    self.unreadable[kind] += 1
+                return
             self._record(element, pending)
         elif tag == "Workout":
             self._workout(element, pending)
@@ -277,6 +366,84 @@ class ExportReading:
         if meta:
             point["metadata"] = meta
         pending.add(metric, unit, point, weight)
+
+    def _direct(self, kind: str, element: Any, pending: _Pending) -> None:
+        """A quantity sample straight to its Points: what ``_quantity`` hands HAE's builder
+        (``metrics.points``) and what that builder makes of it, without the HAE point dict
+        between them. The one hot path of an export (most of its elements are quantity
+        samples); tests/unit/test_applehealth_direct.py holds it to HAE's builder, field
+        by field, over every quantity type and the odd values of real exports.
+
+        Raises ValueError where ``_quantity`` does (a value, a time or a source that
+        cannot be read); what HAE's builder leaves out is its uncovered key, as there.
+        """
+        get = dict(element.items()).get
+        raw_unit = get("unit")
+        shape = self._shapes.get((kind, raw_unit))
+        if shape is None:
+            shape = self._shapes[(kind, raw_unit)] = _Shape.of(kind, raw_unit)
+        text = get("value")
+        if text is None:
+            raise ValueError("no value")
+        value = float(text)
+        if not _isfinite(value):
+            raise ValueError("not a finite number")
+        if shape.percent:  # HealthKit's fraction, HAE's percentage
+            value *= 100.0
+        start_raw = get("startDate")
+        start, offset = _instant(start_raw)
+        end_raw = get("endDate")
+        if end_raw is None:
+            end = None
+        elif end_raw == start_raw:
+            end = start
+        else:
+            end = _instant(end_raw)[0]
+        who = get("sourceName")
+        if who is None:
+            who = ""
+        elif len(who) > _MAX_SOURCE:
+            metrics.source(who)  # raises: a source too long to be part of a key
+        rest: dict[str, object] = {}
+        for key in _SAMPLE_EXTRAS:
+            extra_value = get(key)
+            if extra_value is not None:
+                rest[key] = extra_value
+        note = None
+        if len(element):
+            meta = _metadata(element)
+            special = shape.metadata
+            if special is not None:
+                mapped = special[1].get(meta.get(special[0], ""))
+                if mapped is not None:
+                    del meta[special[0]]
+                    if shape.note:
+                        note = mapped
+                    else:
+                        rest["context"] = mapped
+            if meta:
+                rest["metadata"] = meta
+        pending.size += shape.weight  # counted as read, as for the points HAE builds
+        found = pending.found
+        if shape.too_long:
+            found.uncovered.add(shape.key)
+            return
+        extra = _dumps(rest, option=_SORTED).decode() if rest else None
+        if extra is not None and len(extra) > _MAX_INLINE:
+            found.uncovered.add(shape.key)  # fields too wide to keep inline
+            return
+        if shape.convert:
+            rest["sent_unit"] = shape.sent
+            if not shape.identity:
+                rest["sent_qty"] = value
+                value = value * shape.factor + shape.offset
+            extra = _dumps(rest, option=_SORTED).decode()
+        elif shape.incomparable:
+            found.incomparable += shape.weight
+        metric, unit = shape.metric, shape.unit
+        append = pending.points.append
+        for name in shape.fields:
+            append(_new(Point, (metric, name, who, start, offset, end, value, note, unit, extra)))
 
     def _category_metric(self, kind: str, element: Any, pending: _Pending) -> None:
         metric = types.CATEGORY_METRICS[kind]
