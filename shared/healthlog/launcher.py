@@ -10,8 +10,12 @@ waitress, with HAE's header limit, an idle timeout and a graceful-stop window), 
     ...  # server.url
     server.stop()
 
-Start-up is a bounded poll of a TCP connect (``NotListening`` if the process exits or
-does not listen in time, with the end of its output when that goes to a file).
+Start-up waits, bounded, for the server's own word that it listens: it is given the
+write end of a pipe (``--ready-fd``) and writes one line to it once its socket is bound,
+so a port that another process holds is never taken for this server's (a TCP connect
+alone would reach the other one). Then a TCP connect confirms it. ``NotListening`` if
+the process exits or does not listen in time, with the end of its output when that
+goes to a file; ``PortTaken`` when the port was not free.
 Stopping is SIGTERM, then SIGKILL after a grace period: to the process's whole group
 when it was started in a group of its own (``own_group``: any process it forked goes
 with it), else to the process alone. The standard library only: this module ships
@@ -45,6 +49,27 @@ class NotListening(RuntimeError):
     """The server exited before it listened, or did not listen in time."""
 
 
+class PortTaken(NotListening):
+    """Another process listens on the port the server was to listen on."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"port {port} on {host} is taken by another process")
+        self.host = host
+        self.port = port
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether ``port`` on ``host`` can be bound now (as waitress binds: SO_REUSEADDR)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port(host: str = HOST) -> int:
     """A TCP port on ``host`` that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -60,12 +85,25 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+#: where a built wheel carries ``functions/<target>/main.py`` (setup.py copies them)
+PACKAGED = Path(__file__).resolve().parent / "_functions"
+
+
 def function_source(target: str) -> Path:
-    return ROOT / "functions" / target / "main.py"
+    """``functions/<target>/main.py``: the installed wheel's copy, else the checkout's."""
+    packaged = PACKAGED / target / "main.py"
+    return packaged if packaged.is_file() else ROOT / "functions" / target / "main.py"
 
 
-def function_command(target: str, host: str, port: int, source: Path | None = None) -> list[str]:
+def function_command(
+    target: str,
+    host: str,
+    port: int,
+    source: Path | None = None,
+    ready_fd: int | None = None,
+) -> list[str]:
     """The command that serves ``target`` from ``source`` (default: the checkout's)."""
+    ready = [] if ready_fd is None else ["--ready-fd", str(ready_fd)]
     return [
         sys.executable,
         "-m",
@@ -78,7 +116,37 @@ def function_command(target: str, host: str, port: int, source: Path | None = No
         host,
         "--port",
         str(port),
+        *ready,
     ]
+
+
+def wait_ready(
+    process: subprocess.Popen[bytes], ready: int, port: int, timeout_s: float = START_TIMEOUT_S
+) -> None:
+    """Block until the server writes its line to the pipe ``ready`` (bounded); raise if not.
+
+    An end of file without the line means the server exited first (its socket could
+    not be bound, or it failed before). ``ready`` is closed here.
+    """
+    import select
+
+    deadline = time.monotonic() + timeout_s
+    got = b""
+    try:
+        while b"\n" not in got:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NotListening(f"did not listen on {port} within {timeout_s:.0f} s")
+            readable, _, _ = select.select([ready], [], [], left)
+            if not readable:
+                continue
+            chunk = os.read(ready, 64)
+            if not chunk:
+                process.wait(timeout=5)
+                raise NotListening(f"exited with {process.returncode} before it listened on {port}")
+            got += chunk
+    finally:
+        os.close(ready)
 
 
 def wait_listening(
@@ -152,24 +220,36 @@ class FunctionServer:
         On failure the process is stopped and ``NotListening`` raised.
         """
         port = free_port(host) if port is None else port
+        if not port_free(host, port):
+            raise PortTaken(host, port)
         log_path = log_dir / f"{target}-{port}.log" if log_dir is not None else None
-        command = function_command(target, host, port, source)
+        ready, ready_w = os.pipe()
+        command = function_command(target, host, port, source, ready_fd=ready_w)
         with contextlib.ExitStack() as files:
+            files.callback(os.close, ready_w)
             out = files.enter_context(log_path.open("wb")) if log_path is not None else None
-            process = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=None if env is None else dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT if out is not None else None,
-                start_new_session=own_group,
-            )
+            try:
+                process = subprocess.Popen(
+                    command,
+                    cwd=cwd,
+                    env=None if env is None else dict(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT if out is not None else None,
+                    start_new_session=own_group,
+                    pass_fds=(ready_w,),
+                )
+            except BaseException:
+                os.close(ready)
+                raise
         server = cls(target, port, process, log_path, host)
         try:
+            wait_ready(process, ready, port, timeout_s)
             wait_listening(process, host, port, timeout_s)
         except NotListening as exc:
             stop(process, grace_s=1)
+            if not port_free(host, port):  # taken since the check above
+                raise PortTaken(host, port) from None
             tail = server.output()[-_TAIL_CHARS:]
             raise NotListening(f"{target} {exc}" + (f":\n{tail}" if tail else "")) from None
         except BaseException:

@@ -23,13 +23,19 @@ functions-framework's gunicorn (docs/operations.md, "The HTTP server", says why)
 * SIGTERM or SIGINT: stop listening, finish the requests in hand (within
   ``GRACEFUL_TIMEOUT_S``: the fold's pass budget, ``HEALTHLOG_PASS_BUDGET_S``, is
   shorter) and send their replies, close the rest, exit 0;
-* waitress's own log lines are JSON lines like healthlog's (``healthlog.log``).
+* waitress's own log lines are JSON lines like healthlog's (``healthlog.log``);
+* ``--ready-fd N``: once the socket is bound, one line is written to that descriptor
+  and it is closed, so the process that started this one knows that this server, and
+  not another process, listens on the port (``healthlog.launcher``).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import logging
 import math
+import os
 import signal
 import threading
 import time
@@ -37,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from healthlog import log
 from healthlog.config import Settings
+
+logger = logging.getLogger("healthlog.localserver")
 
 if TYPE_CHECKING:
     from waitress.channel import HTTPChannel
@@ -108,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--source", required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--ready-fd", type=int, help="write a line here once listening")
     args = parser.parse_args(argv)
 
     from functions_framework import create_app
@@ -115,12 +124,21 @@ def main(argv: list[str] | None = None) -> None:
 
     settings = Settings.from_env()
     log.setup(settings.log_level, name="waitress")
+    log.setup(settings.log_level)
     app = create_app(args.target, args.source, "http")  # type: ignore[no-untyped-call]
     socket_map: _SocketMap = {}
-    server = create_server(
-        app, map=socket_map, host=args.host, port=args.port, **adjustments(settings)
-    )
+    try:
+        server = create_server(
+            app, map=socket_map, host=args.host, port=args.port, **adjustments(settings)
+        )
+    except OSError as exc:  # the port is taken, or the address is not this machine's
+        log.event(logger, logging.ERROR, "localserver.bind_failed", port=args.port,
+                  error=errno.errorcode.get(exc.errno or 0, type(exc).__name__))  # fmt: skip
+        raise SystemExit(1) from None
     assert isinstance(server, BaseWSGIServer)  # one address: one listening socket
+    if args.ready_fd is not None:
+        os.write(args.ready_fd, b"listening\n")
+        os.close(args.ready_fd)
     serve(server, socket_map, GRACEFUL_TIMEOUT_S)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -15,10 +16,28 @@ import orjson
 _RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None)))
 
 
+def utc_ts(created: float) -> str:
+    """A record's time as ISO 8601 UTC with milliseconds: ``2026-01-02T07:00:00.123Z``."""
+    at = datetime.fromtimestamp(created, UTC)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is now (a test's capture, a redirected stream)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "ts": utc_ts(record.created),
             "level": record.levelname,
             "logger": record.name,
             "event": record.getMessage(),
@@ -37,7 +56,7 @@ def setup(level: str = "INFO", name: str = "healthlog") -> None:
     root = logging.getLogger(name)
     root.setLevel(level.upper())
     if not any(getattr(h, "_healthlog", False) for h in root.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(JsonFormatter())
         handler._healthlog = True  # type: ignore[attr-defined]
         root.addHandler(handler)

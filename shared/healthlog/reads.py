@@ -404,7 +404,7 @@ class Reads:
         found = [info for info in catalog if info.metric == metric]
         if not found:
             names = sorted({info.metric for info in catalog})
-            raise UnknownName(_unknown("metric", metric, names))
+            raise UnknownName(unknown_name("metric", metric, names))
         return found
 
     def main_field(
@@ -422,7 +422,7 @@ class Reads:
                 by_name[info.field] = info
         if field_ is not None:
             if field_ not in by_name:
-                raise UnknownName(_unknown(f"field of {metric}", field_, sorted(by_name)))
+                raise UnknownName(unknown_name(f"field of {metric}", field_, sorted(by_name)))
             return by_name[field_]
         first = [by_name[name] for name in ("qty", "avg") if name in by_name]
         if first:
@@ -622,7 +622,7 @@ class Reads:
         """The records of ``section``; UnknownName (naming the nearest) if it has none."""
         have = self.sections()
         if section not in have:
-            raise UnknownName(_unknown("section", section, sorted(have)))
+            raise UnknownName(unknown_name("section", section, sorted(have)))
         return have[section]
 
     # --- the truth about the data and the deliveries -------------------------------------
@@ -836,7 +836,7 @@ def _day_after(at: datetime | str | None) -> str | None:
     return day.isoformat()
 
 
-def _unknown(what: str, name: str, known: Sequence[str]) -> str:
+def unknown_name(what: str, name: str, known: Sequence[str]) -> str:
     near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     listing = "" if near or not known else f"; known: {', '.join(known[:20])}"

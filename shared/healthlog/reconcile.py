@@ -15,7 +15,7 @@ uploads) once they are older than ``SWEEP_AGE_S``: no writer alive takes that lo
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -52,6 +52,7 @@ def reconcile(
     sweep_age_s: float | None = SWEEP_AGE_S,
     recent_days: int | None = None,
     today: date | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> ReconcileReport:
     """Journal the archived bodies without a row; sweep leftovers older than the age.
 
@@ -59,7 +60,8 @@ def reconcile(
     incomplete uploads, and the function's role keeps no right to). ``recent_days``
     looks only at the bodies received on the last that many days (UTC, today included),
     by the day in their keys: what a crash leaves is recent, and a daily run then costs
-    a day's keys, not the whole archive's.
+    a day's keys, not the whole archive's. ``progress(seen, None)`` is told after each
+    body looked at.
     """
     report = ReconcileReport()
     if sweep_age_s is not None:
@@ -69,6 +71,8 @@ def reconcile(
     known = {account.id for account in journal.accounts()}
     for key in _keys(archive, known, recent_days, today):
         report.seen += 1
+        if progress is not None:
+            progress(report.seen, None)
         parts = parse_body_key(key)
         if parts is None or parts.account_id not in known:
             report.skipped += 1

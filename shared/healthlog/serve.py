@@ -23,9 +23,11 @@ import threading
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from healthlog import launcher, log
-from healthlog.config import ENV_PREFIX, WAKE_HEADER
+from healthlog.config import ENV_PREFIX, WAKE_HEADER, Settings
+from healthlog.errors import AccountNameTaken, HealthlogError
 
 logger = logging.getLogger("healthlog.serve")
 
@@ -86,21 +88,53 @@ class Tick:
 
 
 def start_dashboard(options: StackOptions, env: Mapping[str, str]) -> launcher.FunctionServer:
-    """``healthlog dashboard`` as a child; NotListening if it did not start."""
+    """``healthlog dashboard`` as a child; NotListening (PortTaken) if it did not start."""
     assert options.dashboard_port is not None
     port, host = options.dashboard_port, options.dashboard_host
+    if not launcher.port_free(host, port):
+        raise launcher.PortTaken(host, port)
+    ready, ready_w = os.pipe()
     command = [sys.executable, "-m", "healthlog.cli", "dashboard", "--host", host]
-    command += ["--port", str(port)]
+    command += ["--port", str(port), "--ready-fd", str(ready_w)]
     # its banner would repeat serve's; its log lines (stderr) are serve's
-    process = subprocess.Popen(
-        command, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
-    )
     try:
+        process = subprocess.Popen(
+            command,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            pass_fds=(ready_w,),
+        )
+    except BaseException:
+        os.close(ready)
+        raise
+    finally:
+        os.close(ready_w)
+    try:
+        launcher.wait_ready(process, ready, port)
         launcher.wait_listening(process, host, port)
     except BaseException:
         launcher.stop(process, grace_s=1)
         raise
     return launcher.FunctionServer("dashboard", port, process, None, host)
+
+
+class PortTaken(HealthlogError):
+    """A port the stack was to listen on is another process's."""
+
+    #: the command's exit status: it ran, and could not start
+    exit_status = 1
+
+
+#: the option that picks each child's port
+PORT_OPTIONS = {"ingest": "--port", "fold": "--fold-port", "dashboard": "--dashboard-port"}
+
+
+def port_taken(target: str, taken: launcher.PortTaken) -> PortTaken:
+    return PortTaken(
+        f"port {taken.port} on {taken.host} is taken (another healthlog serve, or another "
+        f"program, listens there): {PORT_OPTIONS[target]} N picks another"
+    )
 
 
 def run_stack(
@@ -134,10 +168,22 @@ def run_stack(
     tick: Tick | None = None
     dashboard: launcher.FunctionServer | None = None
     try:
-        fold = launcher.FunctionServer.start("fold", port=options.fold_port, env=fold_env)
-        ingest = launcher.FunctionServer.start(
-            "ingest", port=options.port, host=options.host, env=ingest_env
-        )
+        for target, host, port in (
+            ("ingest", options.host, options.port),
+            ("fold", launcher.HOST, options.fold_port),
+        ):
+            if not launcher.port_free(host, port):
+                raise port_taken(target, launcher.PortTaken(host, port))
+        try:
+            fold = launcher.FunctionServer.start("fold", port=options.fold_port, env=fold_env)
+        except launcher.PortTaken as taken:
+            raise port_taken("fold", taken) from None
+        try:
+            ingest = launcher.FunctionServer.start(
+                "ingest", port=options.port, host=options.host, env=ingest_env
+            )
+        except launcher.PortTaken as taken:
+            raise port_taken("ingest", taken) from None
         if options.dashboard_port is not None:
             try:
                 dashboard = start_dashboard(options, env)  # no wake-up secret: it reads only
@@ -167,4 +213,49 @@ def run_stack(
             tick.stop()
         if fold is not None:
             stop(fold)
-        log.event(logger, logging.INFO, "serve.stopped")
+            log.event(logger, logging.INFO, "serve.stopped")
+
+
+# --- before the stack starts ----------------------------------------------------------------
+
+
+def prepare_stack(settings: Settings) -> str | None:
+    """Before the local stack starts: the schema, a first account, and a reconcile.
+
+    Returns the first account's token when this start created it (shown once). The
+    reconcile journals any body a crash left archived without its row, so a restart
+    after a crash needs no manual step; the first pass then folds them.
+    """
+    from healthlog import reconcile, store, tokens
+
+    with store.opened(settings, "create", archive=True) as opened:
+        journal = opened.journal
+        token = None
+        if not journal.accounts():
+            token = tokens.new_token()
+            try:
+                journal.add_account("default", tokens.hash_token(token))
+            except AccountNameTaken:
+                token = None  # a start beside this one made it first, and showed its token
+        reconcile.reconcile(journal, opened.archive)
+        return token
+
+
+def keep_first_token(settings: Settings, token: str) -> Path:
+    """Write the first token to ``first-token`` beside the SQLite journal (else ./var), 0600."""
+    from healthlog import files, urls
+
+    where = urls.journal_location(settings.journal_url)
+    folder = Path(where.path).parent if isinstance(where, urls.SqliteLocation) else Path("var")
+    files.private_dirs(folder)
+    path = folder / "first-token"
+    fd = files.private_file(path, os.O_WRONLY | os.O_TRUNC)
+    with open(fd, "w", encoding="utf-8") as out:
+        out.write(token + "\n")
+    return path
+
+
+def http_url(host: str, port: int) -> str:
+    """The URL a banner shows for a server listening on ``host`` (a wildcard as 0.0.0.0)."""
+    shown = "0.0.0.0" if host in ("0.0.0.0", "") else host  # noqa: S104
+    return f"http://{shown}:{port}/"

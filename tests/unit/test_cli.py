@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from healthlog import cli, tokens
+from healthlog import accounts, cli, serve, tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.errors import AccountNameTaken, AccountNotFound, TokenTaken
 from healthlog.journal.sqlite import SqliteJournal
@@ -144,6 +144,7 @@ def test_reconcile_journals_a_body_archived_without_its_row(env: Path, capsys: A
 
 
 def test_an_unknown_account_is_a_clear_error(env: Path, capsys: Any) -> None:
+    run(capsys, "account", "add", "alice")
     assert cli.main(["status", "--account", "nobody"]) == 2
     assert "no account named" in capsys.readouterr().err
 
@@ -180,7 +181,7 @@ def test_account_export_then_import_moves_the_accounts_whole_and_again_skips_the
     run(capsys, "account", "export", "--output", str(exported))
     assert exported.stat().st_mode & 0o077 == 0
     lines = [json.loads(x) for x in exported.read_text().splitlines()]
-    assert [sorted(x) for x in lines] == [sorted(cli.ACCOUNT_EXPORT_FIELDS)] * 2
+    assert [sorted(x) for x in lines] == [sorted(accounts.EXPORT_FIELDS)] * 2
     assert run(capsys, "account", "export") == exported.read_text()  # stdout alike
 
     monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{env}/other.db")
@@ -238,7 +239,7 @@ def test_starting_the_stack_journals_bodies_a_crash_left_without_a_row(env: Path
     orphan_key = next(iter(phone.archive.keys())).replace(kept, "0" * 8 + kept[8:])
     phone.archive.put(orphan_key, b'{"data": {}}')
     settings = Settings.from_env()
-    assert cli.prepare_stack(settings) is None  # the account exists: no new token
+    assert serve.prepare_stack(settings) is None  # the account exists: no new token
     rows = phone.journal.deliveries()
     assert orphan_key in {d.archive_key for d in rows}
     assert len(rows) == 2 and all(d.status.value == "pending" for d in rows)
@@ -248,11 +249,11 @@ def test_the_first_start_creates_an_account_and_returns_its_token_once(env: Path
     from healthlog.config import Settings
 
     settings = Settings.from_env()
-    token = cli.prepare_stack(settings)
+    token = serve.prepare_stack(settings)
     assert token is not None and token.startswith("hl_")
     journal = SqliteJournal(str(env / "journal.db"))
     assert journal.account_by_token_hash(tokens.hash_token(token)) is not None
-    assert cli.prepare_stack(settings) is None
+    assert serve.prepare_stack(settings) is None
     assert [a.name for a in journal.accounts()] == ["default"]
 
 
@@ -311,9 +312,9 @@ def test_an_account_lookup_that_finds_nothing_raises_account_not_found(env: Path
     journal = SqliteJournal(str(env / "journal.db"))
     journal.migrate()
     with pytest.raises(AccountNotFound, match="no account named 'nobody'"):
-        cli._account_id(journal, "nobody")
+        accounts.find_id(journal, "nobody")
     with pytest.raises(AccountNotFound, match="no account has this token") as raised:
-        cli._account_id(journal, cli._Token("hl_not-a-real-token"))
+        accounts.find_id(journal, accounts.Token("hl_not-a-real-token"))
     assert "hl_" not in str(raised.value)
     journal.close()
 

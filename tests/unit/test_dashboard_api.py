@@ -400,14 +400,14 @@ def test_healthlog_dashboard_binds_loopback_and_signs_in_elsewhere(
 def test_serve_takes_the_dashboard_flags() -> None:
     from healthlog import cli
 
-    args = cli.build_parser().parse_args(["serve"])
-    assert (args.dashboard_port, args.dashboard_host, args.no_dashboard) == (
+    args = cli.serve.make_context("serve", []).params
+    assert (args["dashboard_port"], args["dashboard_host"], args["no_dashboard"]) == (
         8082,
         "127.0.0.1",
         False,
     )
-    args = cli.build_parser().parse_args(["serve", "--no-dashboard", "--dashboard-port", "9"])
-    assert args.no_dashboard and args.dashboard_port == 9
+    args = cli.serve.make_context("serve", ["--no-dashboard", "--dashboard-port", "9"]).params
+    assert args["no_dashboard"] and args["dashboard_port"] == 9
 
 
 def test_without_sign_in_only_loopback_names_are_served(folded: tuple[Folded, Path]) -> None:

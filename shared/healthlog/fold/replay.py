@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from healthlog.fold.player import Player
@@ -36,12 +37,13 @@ def replay(
     account_id: str | None = None,
     failure: str | None = None,
     dry_run: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReplayReport:
     """Re-fold every matching delivery in (received_at, id) order.
 
     ``failure`` picks the failed deliveries of one class (``crashed``, ``deadline``...).
     A dry run reads and parses each body and reports what the outcomes would be,
-    writing nothing.
+    writing nothing. ``progress(done, total)`` is told after each delivery.
     """
     if failure is not None:
         status = ParseStatus.FAILED
@@ -50,11 +52,13 @@ def replay(
     chosen = journal.deliveries(status=status, uncovered_key=uncovered_key, account_id=account_id)
     if failure is not None:
         chosen = [d for d in chosen if d.failure == failure]
-    for delivery in chosen:
+    for done, delivery in enumerate(chosen, start=1):
         outcome = player.play(delivery.id, dry_run=dry_run)
         report.tally.add(outcome)
         if outcome.klass.status is not delivery.status:
             report.status_changes += 1
+        if progress is not None:
+            progress(done, len(chosen))
     if before is not None:
         report.showcase_changed = journal.fingerprint(account_id) != before
     return report

@@ -1,0 +1,141 @@
+"""What ``status``, ``deliveries``, ``fold``, ``replay`` and ``reconcile`` print.
+
+Each report has a dict (``--json``) and a text for a person. Text from a body (section
+names, uncovered keys) goes through ``terminal.shown``; yes and no are words, not
+Python's ``True``/``False``; sizes and counts are grouped by thousands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from healthlog import ids
+from healthlog.fold.classify import CRASHED
+from healthlog.journal.port import Summary
+from healthlog.model import Delivery
+from healthlog.terminal import shown
+
+OUTCOMES = ("parsed", "partial", "failed", "deferred")
+
+
+def yes_no(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def status_dict(summary: Summary) -> dict[str, Any]:
+    age = None
+    if summary.oldest_pending is not None:
+        age = round((ids.now() - summary.oldest_pending).total_seconds(), 3)
+    return {
+        "counts": summary.counts,
+        "backlog": summary.backlog,
+        "oldest_pending_age_s": age,
+        "last_delivery": summary.last_delivery.isoformat() if summary.last_delivery else None,
+        "uncovered": summary.uncovered,
+        "points": summary.points,
+        "records": summary.records,
+        "failures": summary.failures,
+    }
+
+
+def status_text(summary: Summary) -> str:
+    data = status_dict(summary)
+    lines = [
+        "deliveries: " + ", ".join(f"{k} {v:,}" for k, v in summary.counts.items()),
+        f"backlog: {summary.backlog:,}"
+        + (f" (oldest waiting {data['oldest_pending_age_s']} s)" if summary.oldest_pending else ""),
+        f"last delivery: {data['last_delivery'] or 'none yet'}",
+        f"points in the showcase: {summary.points:,}",
+    ]
+    if summary.records:
+        lines.append(
+            "records in the showcase: "
+            + ", ".join(f"{shown(section)} {n:,}" for section, n in sorted(summary.records.items()))
+        )
+    if summary.failures:
+        lines.append(
+            "failed by class: "
+            + ", ".join(f"{shown(k or '-')} {n}" for k, n in sorted(summary.failures.items()))
+        )
+    if summary.failures.get(CRASHED):
+        lines.append(
+            f"  {summary.failures[CRASHED]} crashed: their folds killed the process, their last"
+            " try alone too; after a fix, re-fold them: healthlog replay --failure crashed"
+        )
+    if summary.uncovered:
+        lines.append(
+            "uncovered keys: "
+            + ", ".join(f"{shown(k)} ({n})" for k, n in summary.uncovered.items())
+        )
+    return "\n".join(lines)
+
+
+def delivery_dict(d: Delivery) -> dict[str, Any]:
+    return {
+        "id": d.id,
+        "account_id": d.account_id,
+        "received_at": d.received_at.isoformat(),
+        "status": d.status.value,
+        "size": d.size,
+        "points": d.points,
+        "uncovered": list(d.uncovered),
+        "failure": d.failure,
+        "attempts": d.attempts,
+    }
+
+
+_HEAD = ("received (UTC)", "id", "status", "size", "points", "uncovered", "failure")
+
+
+def deliveries_text(rows: Sequence[Delivery]) -> str:
+    """A table with a header: one delivery a line, newest first as given."""
+    if not rows:
+        return "no deliveries"
+    table = [
+        (
+            d.received_at.strftime("%Y-%m-%d %H:%M:%S"),
+            d.id,
+            d.status.value,
+            f"{d.size:,} B",
+            f"{d.points:,}",
+            shown(",".join(d.uncovered)) or "-",
+            d.failure or "-",
+        )
+        for d in rows
+    ]
+    widths = [max(len(r[i]) for r in [_HEAD, *table]) for i in range(len(_HEAD))]
+    right = {3, 4}
+    return "\n".join(
+        "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ).rstrip()
+        for r in [_HEAD, *table]
+    )
+
+
+def _counts(data: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {data.get(k, 0):,}" for k in OUTCOMES)
+
+
+def fold_text(data: Mapping[str, Any]) -> str:
+    return f"folded {data.get('selected', 0):,} deliveries: {_counts(data)}"
+
+
+def replay_text(data: Mapping[str, Any]) -> str:
+    dry = bool(data["dry_run"])
+    verb = "would re-fold" if dry else "re-folded"
+    changed = "" if dry else f"; showcase changed: {yes_no(data['showcase_changed'])}"
+    return (
+        f"{verb} {data['selected']:,} deliveries: {_counts(data)}; "
+        f"status changes {data['status_changes']:,}{changed}"
+    )
+
+
+def reconcile_text(data: Mapping[str, Any]) -> str:
+    return (
+        f"archived bodies: {data['seen']:,}; journalled now: {data['journalled']:,}; "
+        f"already journalled: {data['present']:,}; skipped: {data['skipped']:,}; "
+        f"leftovers of interrupted writes removed: {data['swept']:,}"
+    )

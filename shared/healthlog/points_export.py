@@ -1,0 +1,62 @@
+"""Points out of the showcase: CSV or JSON lines, one row per point.
+
+``healthlog export`` (without ``--section``) writes these; ``records_export`` writes the
+other sections' records. A row is the point as stored: times in UTC text
+(``2026-01-02T07:00:00.000000Z``) with the phone's ``utc_offset`` in minutes beside
+them, the value in the canonical unit, ``extra`` as the stored JSON text.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from healthlog.journal.port import StoredPoint
+
+FORMATS = ("csv", "jsonl")
+COLUMNS = [
+    "account_id", "metric", "field", "source", "start", "utc_offset", "end",
+    "qty", "text", "unit", "extra", "delivery_id",
+]  # fmt: skip
+
+
+def row(stored: StoredPoint) -> dict[str, Any]:
+    p = stored.point
+    return {
+        "account_id": stored.account_id,
+        "metric": p.metric,
+        "field": p.field,
+        "source": p.source,
+        "start": p.start,
+        "utc_offset": p.utc_offset,
+        "end": p.end,
+        "qty": p.qty,
+        "text": p.text,
+        "unit": p.unit,
+        "extra": p.extra,
+        "delivery_id": stored.delivery_id,
+    }
+
+
+def rows(points: Iterable[StoredPoint]) -> Iterator[dict[str, Any]]:
+    return (row(p) for p in points)
+
+
+def write(points: Iterable[StoredPoint], out: IO[str], fmt: str) -> int:
+    """Write ``points`` to ``out`` as ``fmt`` (csv with a header, or jsonl); the count."""
+    count = 0
+    if fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=COLUMNS)
+        writer.writeheader()
+        for found in rows(points):
+            writer.writerow(found)
+            count += 1
+    elif fmt == "jsonl":
+        for found in rows(points):
+            out.write(json.dumps(found, ensure_ascii=False) + "\n")
+            count += 1
+    else:
+        raise ValueError(f"unknown format {fmt!r}")
+    return count
