@@ -84,10 +84,30 @@ class Delivery:
     failure: str | None
     folded_at: datetime | None
     headers: tuple[tuple[str, str], ...] = ()
+    #: a fold in steps under way: the body's units its committed steps folded (0: none)
+    fold_position: int = 0
+    #: that fold's own account of what it found so far (JSON text), kept with its outcome
+    fold_state: str | None = None
 
     @property
     def cursor(self) -> Cursor:
         return Cursor(self.received_at, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a fold in steps (docs/architecture.md, "Folds in steps").
+
+    The fold resumed after ``after`` of the body's units and this step reaches
+    ``position``; ``points`` counts what every step of the fold wrote, this one
+    included; ``state`` is the fold's own account of what it found so far (JSON text),
+    committed with the step so that a fold resumed after it goes on with it.
+    """
+
+    after: int
+    position: int
+    points: int
+    state: str
 
 
 class Point(NamedTuple):

@@ -40,7 +40,16 @@ from healthlog.journal.port import (
 )
 from healthlog.journal.rows import to_text
 from healthlog.journal.statements import Statements
-from healthlog.model import Account, Cursor, Delivery, NewDelivery, ParseStatus, Point, Record
+from healthlog.model import (
+    Account,
+    Cursor,
+    Delivery,
+    NewDelivery,
+    ParseStatus,
+    Point,
+    Record,
+    Step,
+)
 
 T = TypeVar("T")
 
@@ -70,6 +79,8 @@ STATEMENTS = (
     "begin_attempt",
     "release_attempt",
     "write_outcome",
+    "write_step",
+    "write_last_step",
     "delivery_status",
     "deliveries",
     "has_uncovered",
@@ -93,6 +104,7 @@ STATEMENTS = (
     "add_point_days",
     "delete_extents",
     "insert_extent",
+    "merge_extent",
     *(f"bucket_{bucket}" for bucket in BUCKETS),
     *rows.FINGERPRINT_STATEMENTS,
 )
@@ -401,8 +413,9 @@ class SqlJournal:
         failure: str | None,
         points: Sequence[Point],
         records: Sequence[Record] = (),
+        step: Step | None = None,
     ) -> None:
-        params = {
+        params: dict[str, Any] = {
             "id": delivery_id,
             "expected": expected.value,
             "status": status.value,
@@ -411,15 +424,58 @@ class SqlJournal:
             "points": len(points),
             "folded_at": to_text(ids.now()),
         }
+        statement = "write_outcome"
+        if step is not None:
+            statement = "write_last_step"
+            params.update(points=step.points, after=step.after, state=step.state)
+        self._write_layer(statement, params, expected, step, points, records)
+
+    def write_step(
+        self,
+        delivery_id: str,
+        *,
+        expected: ParseStatus,
+        step: Step,
+        points: Sequence[Point],
+        records: Sequence[Record] = (),
+    ) -> None:
+        params = {
+            "id": delivery_id,
+            "expected": expected.value,
+            "after": step.after,
+            "position": step.position,
+            "state": step.state,
+            "points": step.points,
+        }
+        self._write_layer("write_step", params, expected, step, points, records)
+
+    def _write_layer(
+        self,
+        statement: str,
+        params: Params,
+        expected: ParseStatus,
+        step: Step | None,
+        points: Sequence[Point],
+        records: Sequence[Record],
+    ) -> None:
+        """The delivery's row (``statement``, its guard), its points and records, the day
+        counts and its extents, in one transaction; Conflict if the guard failed.
+
+        A fold in one step (``step`` None) replaces the delivery's extents; a step adds to
+        those of the fold's earlier steps, the first one (after 0) replacing any older.
+        """
         sql = self._sql
+        delivery_id = params["id"]
 
         def work(conn: Connection) -> None:
-            # the status guard and the outcome in one statement, which returns the layer
-            won = conn.execute(sql["write_outcome"], params).fetchall()
+            # the guard and the delivery's row in one statement, which returns the layer
+            won = conn.execute(sql[statement], params).fetchall()
             if not won:
                 found = conn.execute(sql["delivery_status"], {"id": delivery_id}).fetchone()
                 if found is None:
                     raise errors.Conflict("the delivery is not in the journal")
+                if found[0] == expected.value:
+                    raise errors.Conflict("another fold of this delivery went on meanwhile")
                 raise errors.Conflict(
                     f"the delivery is {found[0]}, not {expected.value}; outcome not written"
                 )
@@ -428,10 +484,12 @@ class SqlJournal:
             tally = self._tally(conn, layer, points)
             self._driver.write_showcase(conn, layer, points, records)
             tally.count_after(conn)
-            conn.execute(sql["delete_extents"], {"delivery_id": delivery_id})
+            if step is None or step.after == 0:
+                conn.execute(sql["delete_extents"], {"delivery_id": delivery_id})
+            extent = sql["insert_extent" if step is None else "merge_extent"]
             for (metric, field, unit, source), (first, last, count) in extents(points).items():
                 conn.execute(
-                    sql["insert_extent"],
+                    extent,
                     {
                         "delivery_id": delivery_id,
                         "metric": metric,

@@ -26,6 +26,7 @@ from healthlog.model import (
     ParseStatus,
     Point,
     Record,
+    Step,
 )
 
 ZERO_CURSOR = Cursor(datetime.fromisoformat("0001-01-01T00:00:00+00:00"), "")
@@ -188,6 +189,7 @@ class Journal(Protocol):
         failure: str | None,
         points: Sequence[Point],
         records: Sequence[Record] = (),
+        step: Step | None = None,
     ) -> None:
         """Write the points, the records and the outcome in one transaction.
 
@@ -200,6 +202,31 @@ class Journal(Protocol):
         uncovered keys replace the stored list wholly (even with an empty one); the
         attempt count goes back to zero. Raises Conflict, writing nothing, if the
         delivery's status is no longer ``expected``.
+
+        With ``step``, the outcome of a fold in steps, written with its last step: as
+        ``write_step`` (the position guard, the extents added to the earlier steps'),
+        the delivery's points are ``step.points``, its ``fold_state`` is ``step.state``
+        and its position goes back to 0.
+        """
+
+    def write_step(
+        self,
+        delivery_id: str,
+        *,
+        expected: ParseStatus,
+        step: Step,
+        points: Sequence[Point],
+        records: Sequence[Record] = (),
+    ) -> None:
+        """Write one step of a fold in steps: its points, its records and its position.
+
+        In one transaction, under the layer rules of ``write_outcome``: the delivery is
+        (again) ``pending`` at ``step.position`` with ``step.state`` and ``step.points``,
+        and its attempt count is 1 (this fold's, still running). What the step brought
+        of each series is added to the delivery's extents (the first step, ``step.after``
+        0, forgets those of an earlier fold); point_days counts what this step brings
+        first. Raises Conflict, writing nothing, if the delivery's status is no longer
+        ``expected`` or its position is no longer ``step.after``.
         """
 
     # --- reading --------------------------------------------------------------------

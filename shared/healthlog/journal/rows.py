@@ -109,7 +109,7 @@ def account(row: Sequence[Any]) -> Account:
 def delivery(row: Sequence[Any]) -> Delivery:
     """A delivery from the columns of the ``get_delivery`` statement."""
     (id_, account_id, received_at, archive_key, size, content_type, status, uncovered) = row[:8]
-    points, attempts, failure, folded_at, headers = row[8:]
+    points, attempts, failure, folded_at, headers, fold_position, fold_state = row[8:]
     return Delivery(
         id=id_,
         account_id=account_id,
@@ -124,6 +124,8 @@ def delivery(row: Sequence[Any]) -> Delivery:
         failure=failure,
         folded_at=None if folded_at is None else from_text(folded_at),
         headers=tuple((name, value) for name, value in orjson.loads(headers)),
+        fold_position=int(fold_position),
+        fold_state=fold_state,
     )
 
 

@@ -92,7 +92,7 @@ SELECT id, account_id,
        to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
        failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       headers::text
+       headers::text, fold_position, fold_state
 FROM deliveries WHERE id = %(id)s
 
 -- begin_attempt --
@@ -111,8 +111,34 @@ UPDATE deliveries SET attempts = greatest(attempts - 1, 0) WHERE id = %(id)s
 UPDATE deliveries
 SET status = %(status)s,
     uncovered = ARRAY(SELECT jsonb_array_elements_text(%(uncovered)s::jsonb)),
-    failure = %(failure)s, points = %(points)s, attempts = 0, folded_at = %(folded_at)s
+    failure = %(failure)s, points = %(points)s, attempts = 0, folded_at = %(folded_at)s,
+    fold_position = 0, fold_state = NULL
 WHERE id = %(id)s AND status = %(expected)s
+RETURNING account_id,
+          to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+
+-- write_step --
+-- One step of a fold in steps, guarded by the status and the position the fold read;
+-- the delivery is (again) pending, resumable after the position, its attempt count 1:
+-- this fold's, still running (a crash from here on counts once). Returns the layer (no
+-- row: a guard failed). Locks the row as write_outcome does.
+UPDATE deliveries
+SET status = 'pending', fold_position = %(position)s, fold_state = %(state)s,
+    points = %(points)s, attempts = 1
+WHERE id = %(id)s AND status = %(expected)s AND fold_position = %(after)s
+RETURNING account_id,
+          to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+
+-- write_last_step --
+-- The outcome of a fold in steps, with its last step: guarded like write_step; the
+-- position goes back to 0 (a later fold starts from the beginning), the state stays as
+-- the delivery's report.
+UPDATE deliveries
+SET status = %(status)s,
+    uncovered = ARRAY(SELECT jsonb_array_elements_text(%(uncovered)s::jsonb)),
+    failure = %(failure)s, points = %(points)s, attempts = 0, folded_at = %(folded_at)s,
+    fold_position = 0, fold_state = %(state)s
+WHERE id = %(id)s AND status = %(expected)s AND fold_position = %(after)s
 RETURNING account_id,
           to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
 
@@ -126,7 +152,7 @@ SELECT id, account_id,
        to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
        failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       headers::text
+       headers::text, fold_position, fold_state
 FROM deliveries
 WHERE true /*and*/
 ORDER BY received_at /*order*/, id /*order*/
@@ -325,6 +351,19 @@ INSERT INTO delivery_extents (delivery_id, metric, field, unit, source, account_
 VALUES (%(delivery_id)s, %(metric)s, %(field)s, %(unit)s, %(source)s,
         %(account_id)s, %(received_at)s, %(first_start)s, %(last_start)s,
         %(points)s)
+
+-- merge_extent --
+-- What one step of a fold in steps brought of one series, added to what the delivery's
+-- earlier steps brought.
+INSERT INTO delivery_extents (delivery_id, metric, field, unit, source, account_id,
+                              received_at, first_start, last_start, points)
+VALUES (%(delivery_id)s, %(metric)s, %(field)s, %(unit)s, %(source)s,
+        %(account_id)s, %(received_at)s, %(first_start)s, %(last_start)s,
+        %(points)s)
+ON CONFLICT (delivery_id, metric, field, unit, source) DO UPDATE SET
+    first_start = least(delivery_extents.first_start, excluded.first_start),
+    last_start = greatest(delivery_extents.last_start, excluded.last_start),
+    points = delivery_extents.points + excluded.points
 
 -- bucket_minute --
 -- The minute of a point on the phone's clock (an expression for a bucket slot).

@@ -75,7 +75,7 @@ SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE status = 'pe
 -- get_delivery --
 -- One delivery with every column the port has.
 SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
-       points, attempts, failure, folded_at, headers
+       points, attempts, failure, folded_at, headers, fold_position, fold_state
 FROM deliveries WHERE id = :id
 
 -- begin_attempt --
@@ -90,8 +90,29 @@ UPDATE deliveries SET attempts = max(attempts - 1, 0) WHERE id = :id
 -- The outcome, guarded by the expected status; returns the layer (no row: guard failed).
 UPDATE deliveries
 SET status = :status, uncovered = :uncovered, failure = :failure, points = :points,
-    attempts = 0, folded_at = :folded_at
+    attempts = 0, folded_at = :folded_at, fold_position = 0, fold_state = NULL
 WHERE id = :id AND status = :expected
+RETURNING account_id, received_at
+
+-- write_step --
+-- One step of a fold in steps, guarded by the status and the position the fold read;
+-- the delivery is (again) pending, resumable after the position, its attempt count 1:
+-- this fold's, still running (a crash from here on counts once). Returns the layer (no
+-- row: a guard failed).
+UPDATE deliveries
+SET status = 'pending', fold_position = :position, fold_state = :state, points = :points,
+    attempts = 1
+WHERE id = :id AND status = :expected AND fold_position = :after
+RETURNING account_id, received_at
+
+-- write_last_step --
+-- The outcome of a fold in steps, with its last step: guarded like write_step; the
+-- position goes back to 0 (a later fold starts from the beginning), the state stays as
+-- the delivery's report.
+UPDATE deliveries
+SET status = :status, uncovered = :uncovered, failure = :failure, points = :points,
+    attempts = 0, folded_at = :folded_at, fold_position = 0, fold_state = :state
+WHERE id = :id AND status = :expected AND fold_position = :after
 RETURNING account_id, received_at
 
 -- delivery_status --
@@ -101,7 +122,7 @@ SELECT status FROM deliveries WHERE id = :id
 -- deliveries --
 -- The deliveries listing, under the core's filters, oldest or newest first.
 SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
-       points, attempts, failure, folded_at, headers
+       points, attempts, failure, folded_at, headers, fold_position, fold_state
 FROM deliveries
 WHERE true /*and*/
 ORDER BY received_at /*order*/, id /*order*/
@@ -275,6 +296,19 @@ INSERT INTO delivery_extents (delivery_id, metric, field, unit, source, account_
 VALUES (:delivery_id, :metric, :field, :unit, :source,
         :account_id, :received_at, :first_start, :last_start,
         :points)
+
+-- merge_extent --
+-- What one step of a fold in steps brought of one series, added to what the delivery's
+-- earlier steps brought.
+INSERT INTO delivery_extents (delivery_id, metric, field, unit, source, account_id,
+                              received_at, first_start, last_start, points)
+VALUES (:delivery_id, :metric, :field, :unit, :source,
+        :account_id, :received_at, :first_start, :last_start,
+        :points)
+ON CONFLICT (delivery_id, metric, field, unit, source) DO UPDATE SET
+    first_start = min(delivery_extents.first_start, excluded.first_start),
+    last_start = max(delivery_extents.last_start, excluded.last_start),
+    points = delivery_extents.points + excluded.points
 
 -- bucket_minute --
 -- The minute of a point on the phone's clock (an expression for a bucket slot).
