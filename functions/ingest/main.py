@@ -8,7 +8,9 @@ gunicorn imports this module in its master process and forks the worker, and nei
 SQLite connection nor a boto3 client may cross a fork.
 
 Two entry points: ``ingest``, the functions-framework target (the local stack), and
-``handler``, the Lambda handler behind a Function URL (payload format 2.0).
+``handler``, the Lambda handler behind a Function URL (payload format 2.0). Both answer
+``GET /health`` (``healthlog.health``: no token, no data) and take deliveries on
+every other path.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import io
 import threading
 from typing import TYPE_CHECKING, Any
 
+from healthlog import health, log, secrets, wiring
 from healthlog import ingest as core
-from healthlog import log, secrets, wiring
 from healthlog.config import Settings
 from healthlog.ingest import IngestDeps, IngestRequest, Reply
 
@@ -64,10 +66,23 @@ def _accept(request: IngestRequest) -> Reply:
     return core.accept(built, request)
 
 
+def _health(method: str) -> Reply:
+    """``GET /health``: no token, no data; 200 when the journal and archive answer."""
+    try:
+        built: IngestDeps | None = deps()
+    except Exception:
+        built = None
+    return health.check(built, method, SETTINGS.retry_after_s)
+
+
 def ingest(request: flask.Request) -> flask.Response:
-    """functions-framework target (HTTP)."""
+    """functions-framework target (HTTP); ``/health`` is the health check."""
     import flask
 
+    if request.path == health.PATH:
+        reply = _health(request.method)
+        response = flask.Response(reply.body, status=reply.status, headers=reply.all_headers())
+        return response
     reply = _accept(
         IngestRequest(
             headers=dict(request.headers.items()),
@@ -96,9 +111,12 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     limit that answers 413 with the "Batch Requests" text (``HEALTHLOG_MAX_BODY_BYTES``
     in template.yaml) is set below it, with room for base64's growth by a third.
     """
+    method = event.get("requestContext", {}).get("http", {}).get("method", "POST")
+    if event.get("rawPath") == health.PATH:
+        found = _health(method)
+        return {"statusCode": found.status, "headers": found.all_headers(), "body": found.body}
     raw = event.get("body") or ""
     body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8")
-    method = event.get("requestContext", {}).get("http", {}).get("method", "POST")
     reply = _accept(
         IngestRequest(
             headers=event.get("headers") or {},

@@ -30,8 +30,9 @@ WRONG_AUTH_TEXT = (
     "healthlog: the server does not know this access token. In Health Auto Export, check "
     "the Authorization (or X-API-Key) header of this automation: the value must be the "
     "token you were given when your account was created, with no quotes or extra "
-    "spaces. A lost token cannot be shown again: create a new one with the healthlog "
-    "command on the server."
+    "spaces. A lost token cannot be shown again: whoever runs the server can give your "
+    "account a new one with `healthlog account rotate NAME` (the old one then stops "
+    "working); put it in this header and export again."
 )
 EMPTY_TEXT = (
     "healthlog: the request had no body. Health Auto Export sends the data as a JSON "
@@ -39,9 +40,10 @@ EMPTY_TEXT = (
     "has data, then export again."
 )
 NOT_OBJECT_TEXT = (
-    "healthlog: the body must be a JSON object ({...}) as Health Auto Export sends it, "
-    "and this one is not. In this automation, set the export format to JSON (not CSV), "
-    "then export again. Nothing was saved."
+    "healthlog: the body must be a JSON object ({...}) or a CSV export sent as a "
+    "multipart form, as Health Auto Export sends them, and this one is neither. In this "
+    "automation, set the export format to JSON or CSV, then export again. Nothing was "
+    "saved."
 )
 NOT_FORM_TEXT = (
     "healthlog: the body was sent as a multipart form (CSV export) but is not a whole form"
