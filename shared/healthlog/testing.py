@@ -13,11 +13,15 @@ boto3, are in ``tests/s3.py``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 from healthlog.archive.keys import check_key
@@ -56,6 +60,14 @@ class MemoryArchive:
 
     def size(self, key: str) -> int:
         return len(self.read(key))
+
+    @contextlib.contextmanager
+    def local_file(self, key: str) -> Iterator[Path]:
+        body = self.read(key)
+        with tempfile.TemporaryDirectory(prefix="healthlog-body-") as folder:
+            path = Path(folder) / "body"
+            path.write_bytes(body)
+            yield path
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         with self._lock:
@@ -109,10 +121,10 @@ class FaultyArchive:
 
     The switches are plain attributes, so a test can flip them between steps:
     ``fail_write`` (every ``write``), ``fail_commit`` (``commit``: nothing is
-    published), ``fail_read`` (``read``, ``size`` and ``keys``), ``fail_read_for``
-    (``read`` and ``size`` of the keys containing one of these strings: a delivery id
-    is enough), and ``delay_s``, a stall before every operation (through ``sleep``,
-    which a test may replace).
+    published), ``fail_read`` (``read``, ``size``, ``local_file`` and ``keys``),
+    ``fail_read_for`` (``read``, ``size`` and ``local_file`` of the keys containing one
+    of these strings: a delivery id is enough), and ``delay_s``, a stall before every
+    operation (through ``sleep``, which a test may replace).
     ``calls`` counts the operations that reached the wrapper, by name.
     """
 
@@ -163,6 +175,10 @@ class FaultyArchive:
     def size(self, key: str) -> int:
         self._enter("size", fail=self._fails_read(key))
         return self.inner.size(key)
+
+    def local_file(self, key: str) -> AbstractContextManager[Path]:
+        self._enter("local_file", fail=self._fails_read(key))
+        return self.inner.local_file(key)
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         self._enter("keys", fail=self.fail_read)

@@ -305,3 +305,36 @@ def test_a_slow_archive_stalls_every_operation_and_counts_calls() -> None:
     assert stalls == [2.5] * 4  # writer, write, commit, read
     assert archive.calls["read"] == 1
     assert archive.calls["commit"] == 1
+
+
+def test_a_local_file_holds_the_body_byte_for_byte(archive: Archive, big_body: bytes) -> None:
+    stream(archive, KEY, big_body)
+    with archive.local_file(KEY) as path:
+        assert path.read_bytes() == big_body
+        assert path.stat().st_size == len(big_body)
+    assert archive.read(KEY) == big_body  # the archive's copy is untouched
+    with pytest.raises(BodyMissing), archive.local_file(KEY.replace("0001", "0002")):
+        pass
+
+
+def test_a_local_copy_is_private_and_removed_after_the_block(archive: Archive) -> None:
+    """What a copy holds is health data: a folder of the owner's only, gone afterwards.
+
+    The local folder's file is the body itself, in the archive: it stays.
+    """
+    archive.put(KEY, b"{}")
+    with archive.local_file(KEY) as path:
+        own = isinstance(archive, LocalArchive)
+        if isinstance(archive, LocalArchive):
+            assert path.is_relative_to(archive.root)
+        assert path.parent.stat().st_mode & 0o077 == 0
+    assert path.exists() is own and path.parent.exists() is own
+
+
+def test_a_failing_read_covers_the_local_file() -> None:
+    inner = MemoryArchive()
+    inner.put(KEY, b"{}")
+    faulty = FaultyArchive(inner, fail_read_for=["0001"])
+    with pytest.raises(ArchiveUnavailable), faulty.local_file(KEY):
+        pass
+    assert faulty.calls["local_file"] == 1

@@ -60,6 +60,12 @@ class LocalArchive:
         except OSError as e:
             raise ArchiveUnavailable(f"archive read failed: {e.strerror}") from e
 
+    @contextlib.contextmanager
+    def local_file(self, key: str) -> Iterator[Path]:
+        """The committed file itself: it is already on this machine."""
+        self.size(key)  # BodyMissing (or unavailable) as ``read`` would say
+        yield self._path(key)
+
     def size(self, key: str) -> int:
         path = self._path(key)
         try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Protocol
 
 
@@ -32,6 +34,15 @@ class Archive(Protocol):
 
     def read(self, key: str) -> bytes:
         """The body's bytes. Raises BodyMissing or ArchiveUnavailable."""
+
+    def local_file(self, key: str) -> AbstractContextManager[Path]:
+        """A file on this machine holding the body, for a reader that seeks (a zip).
+
+        For as long as the block runs. The local folder gives the committed file itself
+        (read it, never change it); S3 streams the object into a private temporary file,
+        removed when the block ends, so memory does not grow with the body. Raises
+        BodyMissing or ArchiveUnavailable (also when the local copy finds no room).
+        """
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         """Every committed key under ``prefix``, in key order."""

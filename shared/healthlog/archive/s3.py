@@ -16,9 +16,11 @@ circumstance and ingest answers with 503.
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 import boto3
@@ -37,6 +39,8 @@ MIB = 1024 * 1024
 # S3 needs every part but the last to be at least 5 MiB; 8 MiB keeps the request
 # count low for the largest bodies (100 MiB: 13 parts) and memory at about one part
 PART_SIZE = 8 * MIB
+# what a local copy of a body reads from the stream at a time
+COPY_CHUNK = 1 * MIB
 
 # Fail in seconds when the store is unreachable: the phone retries a 503, and a fold
 # that waits minutes on one body holds up the whole pass.
@@ -101,6 +105,21 @@ class S3Archive:
             response = self.client.get_object(Bucket=self.bucket, Key=name)
             # inside the block: a connection dropped mid-body is a botocore error too
             return response["Body"].read()
+
+    @contextmanager
+    def local_file(self, key: str) -> Iterator[Path]:
+        """The object streamed into a private temporary file, removed after the block."""
+        name = self._object_key(key)
+        with tempfile.TemporaryDirectory(prefix="healthlog-body-") as folder:  # 0700
+            path = Path(folder) / "body"
+            try:
+                with _translated("read", missing=True), path.open("wb") as out:
+                    response = self.client.get_object(Bucket=self.bucket, Key=name)
+                    for chunk in response["Body"].iter_chunks(COPY_CHUNK):
+                        out.write(chunk)
+            except OSError as e:  # this machine's disk, not the body: try again later
+                raise ArchiveUnavailable(f"no local copy of the body: {e.strerror}") from e
+            yield path
 
     def size(self, key: str) -> int:
         name = self._object_key(key)
