@@ -2,18 +2,25 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# what running needs (the package, its dependencies, the dashboard's plotly), and on
+# top of it what testing needs (the dev extras: mypy, moto, cfn-lint, selenium...)
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck cfnlint unit bench lock clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(RUN_STAMP): pyproject.toml constraints.txt setup.py
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dashboard]'
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-## run: set up and start the local stack (SQLite + ./var/archive, functions-framework on 127.0.0.1)
-run: $(STAMP)
+## run: set up (runtime dependencies only) and start the local stack on 127.0.0.1
+run: $(RUN_STAMP)
 	$(BIN)/healthlog serve
 
 ## test: lint, type-check, lint the AWS template and the whole test suite
@@ -43,7 +50,7 @@ lock:
 	rm -rf .lockvenv && $(PYTHON) -m venv .lockvenv
 	.lockvenv/bin/pip install --quiet --upgrade pip
 	.lockvenv/bin/pip install --quiet -e '.[dev]'
-	.lockvenv/bin/pip freeze --exclude-editable | grep -v '^healthlog' > constraints.txt
+	.lockvenv/bin/pip freeze --all --exclude-editable | grep -v '^healthlog\|^pip==' > constraints.txt
 	rm -rf .lockvenv
 
 clean:
