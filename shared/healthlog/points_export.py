@@ -4,15 +4,23 @@
 other sections' records. A row is the point as stored: times in UTC text
 (``2026-01-02T07:00:00.000000Z``) with the phone's ``utc_offset`` in minutes beside
 them, the value in the canonical unit, ``extra`` as the stored JSON text.
+
+A value the fold converted to its metric's canonical unit (``extra`` keeps what was
+sent: ``sent_qty``, ``sent_unit``) is written rounded to the precision the conversion
+justifies (``justified``): one decimal more than the sent value's resolution in the
+canonical unit, so 165.3 lb is written 74.979 kg, not 74.97881876100001. What is
+stored is not changed.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
+from healthlog.hae import units
 from healthlog.journal.port import StoredPoint
 
 FORMATS = ("csv", "jsonl")
@@ -20,6 +28,40 @@ COLUMNS = [
     "account_id", "metric", "field", "source", "start", "utc_offset", "end",
     "qty", "text", "unit", "extra", "delivery_id",
 ]  # fmt: skip
+
+
+def decimals(value: float) -> int:
+    """The decimals of ``value`` as written (its shortest repr): 165.3 has 1, 1e-05 has 5."""
+    mantissa, _, exponent = repr(float(value)).partition("e")
+    written = len(mantissa.partition(".")[2].rstrip("0"))
+    return max(0, written - int(exponent or 0))
+
+
+def justified(qty: float, sent_qty: float, factor: float) -> float:
+    """``qty``, converted from ``sent_qty`` by ``factor``, to the decimals that justifies.
+
+    ``sent_qty`` with ``d`` decimals is known to ``10**-d`` of its unit, that is
+    ``factor * 10**-d`` of the canonical one; the result keeps one decimal more than
+    the coarsest step no larger than that: ``d + ceil(-log10 factor) + 1``.
+    """
+    if not (math.isfinite(qty) and math.isfinite(sent_qty)) or factor <= 0:
+        return qty
+    return round(qty, decimals(sent_qty) + math.ceil(-math.log10(factor)) + 1)
+
+
+def _shown_qty(stored: StoredPoint) -> float | None:
+    p = stored.point
+    if p.qty is None or not p.extra or "sent_qty" not in p.extra:
+        return p.qty
+    try:
+        sent = json.loads(p.extra)
+        conv = units.conversion(p.metric, sent["sent_unit"])
+        sent_qty = float(sent["sent_qty"])
+    except (ValueError, KeyError, TypeError):
+        return p.qty
+    if conv is None or conv.identity:
+        return p.qty
+    return justified(p.qty, sent_qty, conv.factor)
 
 
 def row(stored: StoredPoint) -> dict[str, Any]:
@@ -32,7 +74,7 @@ def row(stored: StoredPoint) -> dict[str, Any]:
         "start": p.start,
         "utc_offset": p.utc_offset,
         "end": p.end,
-        "qty": p.qty,
+        "qty": _shown_qty(stored),
         "text": p.text,
         "unit": p.unit,
         "extra": p.extra,

@@ -351,3 +351,24 @@ def test_a_progress_line_counts_and_clears_and_is_silent_when_off() -> None:
 def test_no_progress_line_off_a_terminal(folded: Phone) -> None:
     result = invoke("replay", "--all")
     assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_converted_values_are_exported_to_the_precision_the_conversion_justifies(
+    env: Path,
+) -> None:
+    from healthlog.points_export import justified
+
+    phone = phone_for(env)
+    weigh = [{"date": "2026-11-30 08:00:00 +0100", "qty": 165.3, "source": "Scale"}]
+    kilos = [{"date": "2026-11-30 08:00:00 +0100", "qty": 74.97881876100001, "source": "S"}]
+    temperature = [{"date": "2026-11-30 08:00:00 +0100", "qty": 98.6, "source": "T"}]
+    phone.send(metrics_body(("weight_body_mass", "lb", weigh), ("lean_body_mass", "kg", kilos),
+                            ("body_temperature", "degF", temperature)))  # fmt: skip
+    ok("fold")
+    rows = {r["metric"]: r for r in csv.DictReader(io.StringIO(ok("export")))}
+    assert (rows["weight_body_mass"]["qty"], rows["weight_body_mass"]["unit"]) == ("74.979", "kg")
+    assert rows["lean_body_mass"]["qty"] == "74.97881876100001"  # sent in kg: as sent
+    assert rows["body_temperature"]["qty"] == "37.0"
+    assert justified(236.5882365, 8, 29.5735295625) == 237  # 8 fl oz in mL
+    assert justified(177.8, 70, 2.54) == 177.8  # 70 in in cm
+    assert justified(4.9889664, 3.1, 1.609344) == 4.99  # 3.1 mi in km
