@@ -211,3 +211,26 @@ def write_zip(
         for name, data in (extra or {}).items():
             archive.writestr(name, data)
     return path
+
+
+#: the hand-written export of tests/fixtures/applehealth: every kind of element
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "applehealth"
+
+
+def fixture_xml(*extra: str) -> bytes:
+    """The fixture's ``export.xml``, with ``extra`` elements before its end."""
+    xml = (FIXTURE / "export.xml").read_bytes()
+    tail = xml.rindex(b"</HealthData>")
+    return xml[:tail] + "".join(f" {e}\n" for e in extra).encode() + xml[tail:]
+
+
+def fixture_zip(path: Path, *extra: str, members: Mapping[str, bytes] | None = None) -> Path:
+    """The fixture as the phone zips it (its route and ECG), ``extra`` elements added;
+    ``members`` as ``write_zip``'s ``extra``."""
+    return write_zip(
+        path,
+        fixture_xml(*extra),
+        routes={f.name: f.read_bytes() for f in sorted((FIXTURE / "workout-routes").iterdir())},
+        ecgs={f.name: f.read_bytes() for f in sorted((FIXTURE / "electrocardiograms").iterdir())},
+        extra=members,
+    )

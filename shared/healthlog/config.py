@@ -33,6 +33,12 @@ class Settings:
     s3_endpoint_url: str = ""
     # bodies larger than this get 413
     max_body_bytes: int = 100 * MB
+    # an import of the Health app's export (``healthlog.importer``) larger than this is
+    # refused: the file, and for a zip what its members expand to (a zip bomb is refused
+    # by its expanded size, before anything is stored)
+    max_import_bytes: int = 32 * 1024 * MB
+    # a fold in steps (an import) commits a step about every this many points
+    fold_step_points: int = 50_000
     # local stack: where ingest sends the wake-up bit (empty: no wake-up, the tick heals)
     fold_url: str = ""
     # local stack: the shared secret a wake-up must carry (header X-Healthlog-Wake) for
@@ -88,7 +94,11 @@ class Settings:
                 read(url)
             except ConfigError as exc:
                 raise ConfigError(f"{ENV_PREFIX}{name}: {exc}") from None
-        if self.max_body_bytes <= 0 or self.page_size <= 0 or self.max_fold_attempts <= 0:
+        if (
+            min(self.max_body_bytes, self.max_import_bytes, self.fold_step_points) <= 0
+            or self.page_size <= 0
+            or self.max_fold_attempts <= 0
+        ):
             raise ConfigError("sizes and counts must be positive")
         if self.client_idle_timeout_s <= 0:
             raise ConfigError(f"{ENV_PREFIX}CLIENT_IDLE_TIMEOUT_S must be a positive number")

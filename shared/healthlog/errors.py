@@ -73,6 +73,10 @@ class Cancelled(Circumstance):
     """The work was cancelled from outside."""
 
 
+class Paused(Circumstance):
+    """A fold in steps stopped between two steps (its budget ran out); it goes on later."""
+
+
 class NoSuchAccount(Circumstance):
     """The delivery's account does not exist (yet) in this journal."""
 

@@ -43,6 +43,8 @@ NOT_IN_THE_CLOUD = {
     "template names may invoke the fold function",
     "HEALTHLOG_CLIENT_IDLE_TIMEOUT_S": "the local HTTP server's idle timeout; in AWS the "
     "Function URL's front end holds the connections",
+    "HEALTHLOG_MAX_IMPORT_BYTES": "the import of the Health app's export runs on your "
+    "machine (healthlog.importer), against the cloud's journal and bucket",
 }
 
 #: a Function URL request (the whole invoke payload) is at most 6 MB

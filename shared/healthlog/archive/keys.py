@@ -3,7 +3,8 @@
 ``<account_id>/<YYYY-MM-DD>/<delivery_id>.<kind>``: the account, the day (UTC) the
 body was received (so a folder never holds millions of files), the delivery id (a
 UUIDv7 whose time is ``received_at`` to the microsecond) and the kind of body
-(``json``, or ``form`` for multipart CSV).
+(``json``, ``form`` for multipart CSV, ``zip`` or ``xml`` for an import of the Health
+app's own export: docs/history.md).
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ from datetime import datetime
 
 from healthlog import ids
 
-KINDS = {"application/json": "json", "multipart/form-data": "form"}
+#: the content types of an import of the Health app's export: its zip (or a folder,
+#: zipped as it is archived), or a bare ``export.xml``
+EXPORT_ZIP = "application/vnd.healthlog.apple-health-export+zip"
+EXPORT_XML = "application/vnd.healthlog.apple-health-export+xml"
+
+KINDS = {
+    "application/json": "json",
+    "multipart/form-data": "form",
+    EXPORT_ZIP: "zip",
+    EXPORT_XML: "xml",
+}
 
 
 @dataclass(frozen=True, slots=True)

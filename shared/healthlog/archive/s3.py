@@ -16,6 +16,7 @@ circumstance and ingest answers with 503.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -39,8 +40,9 @@ MIB = 1024 * 1024
 # S3 needs every part but the last to be at least 5 MiB; 8 MiB keeps the request
 # count low for the largest bodies (100 MiB: 13 parts) and memory at about one part
 PART_SIZE = 8 * MIB
-# what a local copy of a body reads from the stream at a time
+# what a local copy of a body reads from the stream at a time, and the room it leaves
 COPY_CHUNK = 1 * MIB
+COPY_ROOM = 64 * MIB
 
 # Fail in seconds when the store is unreachable: the phone retries a 503, and a fold
 # that waits minutes on one body holds up the whole pass.
@@ -110,7 +112,11 @@ class S3Archive:
     def local_file(self, key: str) -> Iterator[Path]:
         """The object streamed into a private temporary file, removed after the block."""
         name = self._object_key(key)
+        size = self.size(key)
         with tempfile.TemporaryDirectory(prefix="healthlog-body-") as folder:  # 0700
+            if shutil.disk_usage(folder).free < size + COPY_ROOM:
+                # (a Lambda's /tmp is 512 MB unless configured): not fetched at all
+                raise ArchiveUnavailable(f"no room here for a local copy of {size} bytes")
             path = Path(folder) / "body"
             try:
                 with _translated("read", missing=True), path.open("wb") as out:

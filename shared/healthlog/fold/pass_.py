@@ -90,6 +90,13 @@ class FoldPass:
         cursor = ZERO_CURSOR
         reached_empty = False
         suspects: list[str] = []
+
+        def stop() -> bool:
+            """Between two steps of a fold in steps (an import): pause it for the budget."""
+            if cancel is not None and cancel.is_set():
+                return True
+            return time_left is not None and time_left() < margin_s
+
         while report.stopped is None and not reached_empty:
             try:
                 page = self._journal.pending_page(cursor, self._page_size)
@@ -114,7 +121,7 @@ class FoldPass:
                 if time_left is not None and time_left() < margin_s:
                     report.stopped = "budget"
                     break
-                outcome = self._player.play(ref.id, pending_only=True, last_try=False)
+                outcome = self._player.play(ref.id, pending_only=True, last_try=False, stop=stop)
                 if outcome.reason == SUSPECT:
                     suspects.append(ref.id)  # counted when its last try ends
                 else:
@@ -126,7 +133,7 @@ class FoldPass:
             if report.stopped is not None or (cancel is not None and cancel.is_set()):
                 break
             log.event(logger, logging.WARNING, "fold.crash_retry", delivery_id=delivery_id)
-            report.tally.add(self._player.play(delivery_id, pending_only=True))
+            report.tally.add(self._player.play(delivery_id, pending_only=True, stop=stop))
         if reached_empty:
             self._lag_armed = True
         if armed and report.lagging:

@@ -17,6 +17,7 @@ from healthlog import log
 from healthlog.archive.port import Archive
 from healthlog.errors import Conflict, NoSuchAccount, OutcomeWriteFailed
 from healthlog.fold.classify import CRASHED, SUSPECT, _classify
+from healthlog.fold.steps import Progress, StepFold, folds_in_steps
 from healthlog.journal.port import Journal
 from healthlog.model import Delivery, Outcome, OutcomeClass, ParseResult, ParseStatus, status_for
 
@@ -33,10 +34,17 @@ def _default_parse() -> Parse:
 
 @dataclass(frozen=True)
 class PlayOptions:
-    #: one delivery's own budget, seconds (the parser checks it as it goes)
+    #: one delivery's own budget, seconds (the parser checks it as it goes); a fold in
+    #: steps gives it to each step
     deadline_s: float = 120.0
     #: folds that started and never ended (the process died) before ``crashed``
     max_attempts: int = 3
+    #: a fold in steps commits a step about every this many points
+    step_points: int = 50_000
+    #: a fold in steps refuses an export.xml larger than this (``unreadable``), as the
+    #: import does (Settings.max_import_bytes): a body put in the archive some other way
+    #: must not fold for ever
+    max_expanded: int = 32 * 1024**3
 
 
 class Player:
@@ -66,8 +74,15 @@ class Player:
         dry_run: bool = False,
         pending_only: bool = False,
         last_try: bool = True,
+        stop: Callable[[], bool] | None = None,
+        progress: Progress | None = None,
     ) -> Outcome:
         """Fold one delivery; with ``dry_run``, read and parse it but write nothing.
+
+        A delivery that folds in steps (an import of the Health app's export,
+        ``fold.steps``) asks ``stop()`` between its steps, and pauses (``Paused``,
+        deferred: it goes on from its last step next time) when it says so; ``progress``
+        hears of every step it commits.
 
         ``pending_only`` (the pass) leaves alone a delivery that is no longer pending by
         the time it is folded: another writer got there first (``Conflict``, deferred).
@@ -80,6 +95,7 @@ class Player:
         """
         started = self._clock()
         delivery: Delivery | None = None
+        stepped: StepFold | None = None
         attempt_open = False
         try:
             if delivery_id in self._unreleased and not dry_run:
@@ -91,17 +107,43 @@ class Player:
                 raise NoSuchAccount()
             if pending_only and delivery.status is not ParseStatus.PENDING:
                 raise Conflict()
+            if folds_in_steps(delivery.content_type):
+                stepped = StepFold(
+                    self._journal,
+                    self._archive,
+                    delivery,
+                    step_points=self._options.step_points,
+                    max_expanded=self._options.max_expanded,
+                    deadline_s=self._options.deadline_s,
+                    clock=self._clock,
+                    stop=stop,
+                    progress=progress,
+                    dry_run=dry_run,
+                )
             limit = self._options.max_attempts
             if not dry_run and delivery.attempts > limit:
                 # every fold of this body died with the process, its last try alone too:
                 # stop the loop
-                self._write_failure(delivery, CRASHED, ())
+                self._write_failure(delivery, CRASHED, (), stepped)
                 return self._done(delivery_id, OutcomeClass.FAILED, (), 0, CRASHED, started)
             if not dry_run and delivery.attempts == limit and not last_try:
                 return self._done(delivery_id, OutcomeClass.DEFERRED, (), 0, SUSPECT, started)
             if not dry_run:
                 self._journal.begin_attempt(delivery_id)
                 attempt_open = True
+            if stepped is not None:
+                folded = stepped.run()
+                attempt_open = False
+                return self._done(
+                    delivery_id,
+                    OutcomeClass(folded.status.value),
+                    folded.state.keys(),
+                    folded.state.points,
+                    None,
+                    started,
+                    records=folded.state.records,
+                    incomparable=folded.state.incomparable,
+                )
             body = self._archive.read(delivery.archive_key)
             result = self._parse(
                 body,
@@ -137,7 +179,7 @@ class Player:
             uncovered: tuple[str, ...] = getattr(exc, "uncovered", ())
             if klass is OutcomeClass.FAILED and delivery is not None and not dry_run:
                 try:
-                    self._write_failure(delivery, reason, uncovered)
+                    self._write_failure(delivery, reason, uncovered, stepped)
                     attempt_open = False
                 except Exception:
                     # nothing to write the outcome with: "not done", stay pending
@@ -146,7 +188,16 @@ class Player:
                 self._release(delivery_id)
             return self._done(delivery_id, klass, uncovered, 0, reason, started)
 
-    def _write_failure(self, delivery: Delivery, reason: str, uncovered: tuple[str, ...]) -> None:
+    def _write_failure(
+        self,
+        delivery: Delivery,
+        reason: str,
+        uncovered: tuple[str, ...],
+        stepped: StepFold | None = None,
+    ) -> None:
+        if stepped is not None:
+            stepped.fail(reason, uncovered)  # with the steps it committed
+            return
         self._journal.write_outcome(
             delivery.id,
             expected=delivery.status,

@@ -21,7 +21,10 @@ from healthlog.journal.port import Journal
 
 def make_player(journal: Journal, archive: Archive, settings: Settings) -> Player:
     options = PlayOptions(
-        deadline_s=settings.fold_deadline_s, max_attempts=settings.max_fold_attempts
+        deadline_s=settings.fold_deadline_s,
+        max_attempts=settings.max_fold_attempts,
+        step_points=settings.fold_step_points,
+        max_expanded=settings.max_import_bytes,
     )
     return Player(journal, archive, options)
 
