@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import REQUIRE_POSTGRES
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -126,3 +128,15 @@ def test_applehealth_benchmark_reads_two_sizes_against_a_bare_iterparse() -> Non
         assert case["points"] > 0 and case["elements"] > 0
         assert case["floor_elements_per_s"] > 0 and case["reader_elements_per_s"] > 0
         assert case["reader_peak_rss_mb"] > 0
+
+
+def test_scale_benchmark_folds_into_an_empty_and_a_full_store_on_both_backends() -> None:
+    report = run_quick("scale")
+    for backend in ("sqlite", "postgres"):
+        found = report[backend]
+        if backend == "postgres" and "unavailable" in found and not REQUIRE_POSTGRES:
+            print(f"postgres not measured: {found['unavailable']}")
+            continue
+        assert found["history_points"] > 50_000
+        assert found["fold_empty_s"] > 0 and found["fold_full_s"] > 0
+        assert found["ratio"] > 0 and found["bytes_per_point"] > 0
