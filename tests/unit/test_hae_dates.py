@@ -170,3 +170,62 @@ def test_twelve_hour_form_reads_as_the_24_hour_form(moment: datetime) -> None:
     meridiem = "pm" if moment.hour >= 12 else "am"
     twelve = f"{canonical[:11]}{hour12}{canonical[13:19]}\u202f{meridiem.upper()}{canonical[19:]}"
     assert dates.instant(twelve) == dates.instant(canonical)
+
+
+# --- Instants: the per-body memo reads every value as instant does -------------------------
+
+
+def _outcome(read: object, value: object) -> tuple[str, int | None] | str:
+    try:
+        return read(value)  # type: ignore[operator, no-any-return]
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+
+
+# texts of the same minute and of the next ones, the seconds and the offset varied, with
+# every edge the canonical reader checks: seconds 60 and "5x", a bad offset, a bad day,
+# the 12-hour and ISO forms of the same moment, non-texts that equal each other as keys
+seconds = st.sampled_from(["00", "01", "30", "59", "60", "99", "5x", "0", " 1"])
+offsets = st.sampled_from(["+0100", "-0530", "+0000", "-1200", "+1400", "+0160", "+01:0", "0100"])
+days = st.sampled_from(["2024-06-01", "2024-02-29", "2023-02-29", "0001-01-01", "9999-12-31"])
+clocks = st.sampled_from(["00:00", "00:01", "23:59", "12:30", "24:00", "7:57"])
+near_canonical = st.builds(lambda d, c, s, o: f"{d} {c}:{s} {o}", days, clocks, seconds, offsets)
+time_values = (
+    near_canonical
+    | st.sampled_from(
+        [
+            "2024-06-01 7:57:00 am +0100",
+            "2024-06-01T00:01:30+01:00",
+            "2024-06-01",
+            "2024-06-01 00:01:30",
+            "",
+            "2024-06-01 00:01:30\u202f+0100",
+        ]
+    )
+    | st.sampled_from([1, 1.0, True, 0, False, 1717207960.5, None])
+)
+
+
+@given(st.lists(time_values, max_size=40))
+def test_the_memo_reads_every_value_as_instant_does(values: list[object]) -> None:
+    instants = dates.Instants()
+    for value in values + values:  # each once more: from the memo, or refused again
+        assert _outcome(instants.read, value) == _outcome(dates.instant, value)
+        if isinstance(value, str) and value in instants:
+            assert instants[value] == dates.instant(value)
+
+
+def test_a_minute_of_second_level_texts_reads_as_instant_and_keeps_one_text() -> None:
+    texts = [f"2024-06-01 00:{m:02d}:{s:02d} +0100" for m in (59, 0, 1) for s in range(60)]
+    texts = [f"2024-05-31 23:59:{s:02d} -0030" for s in range(60)] + texts
+    instants = dates.Instants()
+    assert [instants.read(t) for t in texts] == [dates.instant(t) for t in texts]
+    assert len(instants) == 4  # the first text of each minute
+
+
+def test_the_memo_starts_over_at_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dates.Instants, "LIMIT", 3)
+    instants = dates.Instants()
+    texts = [f"2024-06-01 0{h}:00:00 +0100" for h in range(8)]
+    assert [instants.read(t) for t in texts] == [dates.instant(t) for t in texts]
+    assert 1 <= len(instants) <= 3

@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 import pytest
 from healthlog.errors import FoldDeadline, UnreadableBody
-from healthlog.hae import metrics, parse
+from healthlog.hae import dates, metrics, parse
+from healthlog.hae.records import Found
 from healthlog.model import ParseResult, Point
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -600,3 +601,133 @@ def test_a_point_too_wide_to_keep_inline_is_not_understood_and_its_metric_uncove
         "metrics.blood_glucose",
     }
     assert all(len(p.extra or "") <= metrics.MAX_INLINE for p in result.points)
+
+
+# --- Values.many: a chunk of plain points read at once, exactly as one at a time ---------
+
+PLAIN_NAMES = ["step_count", "heart_rate", "heart_rate_variability", "blood_pressure"]
+PLAIN_NAMES += ["blood_glucose", "sexual_activity", "walking_running_distance", "active_energy"]
+PLAIN_NAMES += ["weight_body_mass", "mystery_metric"]
+PLAIN_SHAPES: list[tuple[str, ...]] = [
+    (),
+    ("qty",),
+    ("Min", "Avg", "Max"),
+    ("systolic", "diastolic"),
+    ("Protection Used", "Unspecified"),
+    ("qty", "Max"),
+]
+SOME_TIMES = ["2024-06-01 00:01:00 +0100", "2024-06-01 00:01:30 +0100", "2024-06-01 00:02:00 +0100"]
+SOME_TIMES += ["2024-05-31 23:59:59 -1200", "2024-06-01 7:57:00 am +0100", "2024-06-01"]
+# what may make a point other than plain: each must send the chunk one point at a time
+ODD_VALUES: st.SearchStrategy[object] = st.sampled_from(
+    [None, True, "7", [], {}, 10**19, -0.0, 2**53 + 1]
+)
+ODD_TIMES: st.SearchStrategy[object] = st.sampled_from(
+    [None, 5, [], {"a": 1}, "2024-02-30 00:00:00 +0100", "x", "2024-06-01 00:01:60 +0100"]
+)
+# a key outside the plain shapes, sent by every point of a metric or by one
+ODD_KEYS = ["context", "mealTime", "value", "heartbeatSeries"]
+# what may be odd in every point of a metric: one of those keys, or its times
+EVERYWHERE = [*ODD_KEYS, "date", "end"]
+
+
+@st.composite
+def plain_sections(draw: st.DrawFn) -> list[dict[str, object]]:
+    items: list[dict[str, object]] = []
+    for _ in range(draw(st.integers(1, 3))):
+        shape = draw(st.sampled_from(PLAIN_SHAPES))
+        with_source = draw(st.booleans())
+        hae_9x = draw(st.booleans())
+        everywhere = draw(st.none() | st.sampled_from(EVERYWHERE))
+        data: list[object] = []
+        for _ in range(draw(st.integers(0, 12))):
+            date = draw(st.sampled_from(SOME_TIMES))
+            point: dict[str, object] = {"date": date}
+            if hae_9x:
+                point["start"] = date
+                point["end"] = draw(st.sampled_from(SOME_TIMES))
+            if with_source:
+                point["source"] = draw(st.sampled_from(["Watch", "", "Simon’s iPhone"]))
+            for key in shape:
+                point[key] = draw(st.floats(allow_nan=False) | st.integers(-(2**53), 2**53))
+            if everywhere in ("date", "end"):
+                point[everywhere] = draw(ODD_TIMES)
+            elif everywhere is not None:
+                point[everywhere] = "Sedentary"
+            if draw(st.integers(0, 5)) == 0:  # now and then, one thing odd
+                odd = draw(st.sampled_from(["value", "time", "key", "source", "start", "shape"]))
+                if odd == "value" and shape:
+                    point[shape[0]] = draw(ODD_VALUES)
+                elif odd == "time":
+                    point[draw(st.sampled_from(["date", "end"]))] = draw(ODD_TIMES)
+                elif odd == "key":
+                    point[draw(st.sampled_from(ODD_KEYS))] = "x"
+                elif odd == "source":
+                    point["source"] = draw(st.sampled_from([None, 3, "s" * 2000]))
+                elif odd == "start":
+                    point["start"] = "2024-06-01 00:09:00 +0100"
+                else:
+                    data.append(draw(st.sampled_from([None, [], "point", {"qty": 1}])))
+            data.append(point)
+        items.append(
+            {
+                "name": draw(st.sampled_from(PLAIN_NAMES)),
+                "units": draw(st.sampled_from(["count", "mi", "kJ", "lb", "mmHg", "", "bpm"])),
+                "data": data,
+            }
+        )
+    return items
+
+
+def _typed(found: Found, points: list[Point]) -> object:
+    return (
+        [(p, tuple(type(v) for v in p)) for p in points],
+        found.uncovered,
+        found.records,
+        found.incomparable,
+    )
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(plain_sections())
+def test_plain_chunks_read_at_once_give_what_one_point_at_a_time_gives(
+    section: list[dict[str, object]],
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(metrics, "_CHUNK", 3)  # chunks end inside the drawn data
+        found = Found()
+        at_once = _typed(found, list(metrics.points(section, found)))
+        patch.setattr(metrics.Values, "many", lambda *args: None)
+        found = Found()
+        one_by_one = _typed(found, list(metrics.points(section, found)))
+    assert at_once == one_by_one
+
+
+@pytest.mark.parametrize(
+    ("name", "point"),
+    [
+        ("step_count", {"date": "2024-06-01 00:01:00 +0100", "qty": 3.5, "source": "Watch"}),
+        ("heart_rate", {"date": "2024-06-01 00:01:00 +0100", "Min": 50, "Avg": 55.5, "Max": 61}),
+        (
+            "walking_running_distance",
+            {
+                "date": "2024-06-01 00:01:00 +0100",
+                "start": "2024-06-01 00:01:00 +0100",
+                "end": "2024-06-01 00:01:59 +0100",
+                "qty": 0.25,
+                "source": "Watch",
+            },
+        ),
+    ],
+)
+def test_the_plain_shapes_of_hae_bodies_are_read_at_once(
+    name: str, point: dict[str, object]
+) -> None:
+    """The fast path is taken for what real bodies send most (not only correct when taken)."""
+    values = metrics._BUILDERS.get(name, metrics._GENERIC.build).__self__  # type: ignore[attr-defined]
+    assert isinstance(values, metrics.Values)
+    chunk: list[object] = [dict(point) for _ in range(3)]
+    read = values.many(name, chunk, "count", dates.Instants())
+    assert read is not None
+    one_by_one = [p for q in chunk for p in values.build(name, q, "count", dates.Instants())]  # type: ignore[arg-type]
+    assert _typed(Found(), read) == _typed(Found(), one_by_one)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import itemgetter
 
 import orjson
 
@@ -33,6 +35,12 @@ MAX_INLINE = 16 * 1024  # a point's text and its extra fields (canonical JSON)
 
 _ITEM_KEYS = frozenset({"name", "units", "data"})
 _HEARTBEATS = "heartbeatSeries"
+# Point(...) is a NamedTuple's Python-level __new__ around exactly this call: the hot
+# paths build their Points with it directly (one Python frame less per Point)
+_new = tuple.__new__
+# how many points of a metric ``Values.many`` reads at once: small enough that the
+# parser's deadline, checked between Points, is still checked every few milliseconds
+_CHUNK = 512
 
 
 def is_empty(value: object) -> bool:
@@ -57,18 +65,22 @@ def points(section: object, found: Found) -> Iterator[Point]:
     if not isinstance(section, list):
         found.uncovered.add("metrics")
         return
+    # the section's metrics share their timestamps: each text is read once
+    instants = dates.Instants()
     for item in section:
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(item, dict) or not isinstance(name, str) or not name:
             found.uncovered.add("metrics")
             continue
-        yield from _metric(item, name, found)
+        yield from _metric(item, name, found, instants)
 
 
 # {"name": "step_count", "units": "count",
 #  "data": [{"qty": 34, "date": "2021-03-14 00:01:00 +0000"},
 #           {"date": "2021-03-14 00:51:00 +0000", "qty": 25}]}
-def _metric(item: dict[str, object], name: str, found: Found) -> Iterator[Point]:
+def _metric(
+    item: dict[str, object], name: str, found: Found, instants: dates.Instants
+) -> Iterator[Point]:
     key = f"metrics.{name}"
     uncovered = found.uncovered
     sent_units = item.get("units")
@@ -89,41 +101,59 @@ def _metric(item: dict[str, object], name: str, found: Found) -> Iterator[Point]
         uncovered.add(key)
         return
     build = _BUILDERS.get(name, _GENERIC.build)
+    owner = getattr(build, "__self__", None)
+    many = owner.many if isinstance(owner, Values) else None
     beats = name == "heart_rate_variability"
     # one decision per metric, not per point: the plain path pays one ``is None``
     effective = unit or _DEFAULT_UNITS.get(name, "")
     conv = units.conversion(name, effective)
     convert = None if conv is not None and conv.unit == effective and conv.identity else conv
-    for point in data:
-        if type(point) is not dict:
-            uncovered.add(key)
+    identity = conv is not None and conv.identity
+    for at in range(0, len(data), _CHUNK):
+        chunk = data[at : at + _CHUNK]
+        # most chunks are of one plain shape: read at once, as build would read each
+        read = None if many is None else many(name, chunk, unit, instants)
+        if read is not None:
+            if convert is not None:
+                read = [_converted(p, convert, identity) for p in read]
+            elif conv is None:
+                found.incomparable += len(read)
+            yield from read
             continue
-        try:
-            built = build(name, point, unit)
-        except ValueError:  # NotUnderstood, or a time dates.instant cannot read
-            uncovered.add(key)
-            continue
-        if beats and not is_empty(point.get(_HEARTBEATS)):
+        for point in chunk:
+            if type(point) is not dict:
+                uncovered.add(key)
+                continue
             try:
-                found.records.append(_heartbeats(point, built[0], found))
-            except ValueError:  # the SDNN is kept; the series stays in the archive
-                uncovered.add(f"{key}.{_HEARTBEATS}")
-        if convert is not None:
-            built = [_converted(p, convert) for p in built]
-        elif conv is None:
-            found.incomparable += len(built)
-        yield from built
+                built = build(name, point, unit, instants)
+            except ValueError:  # NotUnderstood, or a time dates.instant cannot read
+                uncovered.add(key)
+                continue
+            if beats and not is_empty(point.get(_HEARTBEATS)):
+                try:
+                    found.records.append(_heartbeats(point, built[0], found))
+                except ValueError:  # the SDNN is kept; the series stays in the archive
+                    uncovered.add(f"{key}.{_HEARTBEATS}")
+            if convert is not None:
+                built = [_converted(p, convert, identity) for p in built]
+            elif conv is None:
+                found.incomparable += len(built)
+            yield from built
 
 
-def _converted(point: Point, conv: units.Conversion) -> Point:
-    """The point in its series' canonical unit, what was sent kept in extra."""
-    fields = orjson.loads(point.extra) if point.extra else {}
-    fields["sent_unit"] = point.unit
-    qty = point.qty
-    if qty is not None and not conv.identity:
+def _converted(point: Point, conv: units.Conversion, identity: bool) -> Point:
+    """The point in its series' canonical unit, what was sent kept in extra.
+
+    ``identity`` is ``conv.identity``, decided once per metric.
+    """
+    metric, name, who, start, offset, end, qty, note, unit, more = point
+    fields = orjson.loads(more) if more else {}
+    fields["sent_unit"] = unit
+    if qty is not None and not identity:
         fields["sent_qty"] = qty
         qty = conv.apply(qty)
-    return point._replace(qty=qty, unit=conv.unit, extra=records.canonical(fields))
+    more = records.canonical(fields)
+    return _new(Point, (metric, name, who, start, offset, end, qty, note, conv.unit, more))
 
 
 # {"date": "2024-06-01 03:12:40 +0100", "qty": 41.2, "source": "Simon's Apple Watch",
@@ -217,14 +247,20 @@ def extra(
     return written
 
 
-def key_time(point: dict[str, object]) -> tuple[str, int | None, str | None, object]:
-    """(start, offset, end, raw key time) of a dated point: ``date``, else 9.x ``start``."""
+def key_time(
+    point: dict[str, object], instants: dates.Instants | None = None
+) -> tuple[str, int | None, str | None, object]:
+    """(start, offset, end, raw key time) of a dated point: ``date``, else 9.x ``start``.
+
+    ``instants``, the body's memo, reads each time text once (``dates.instant`` if None).
+    """
+    read = dates.instant if instants is None else instants.read
     raw = point.get("date")
     if raw is None:
         raw = point.get("start")
-    start, offset = dates.instant(raw)
+    start, offset = read(raw)
     end_raw = point.get("end")
-    end = None if end_raw is None else dates.instant(end_raw)[0]
+    end = None if end_raw is None else read(end_raw)[0]
     return start, offset, end, raw
 
 
@@ -242,6 +278,10 @@ class Values:
     mapped: frozenset[str] = field(init=False)
     # the same plus a 9.x ``start`` that repeats ``date``
     mapped_9x: frozenset[str] = field(init=False)
+    # the keys of the plainest points, which ``many`` reads at once
+    plain: frozenset[str] = field(init=False)
+    # (key, Point.field, the key's getter)
+    getters: tuple[tuple[str, str, Callable[[dict[str, object]], object]], ...] = field(init=False)
 
     def __post_init__(self) -> None:
         keys = {"date", "end", "source", *self.skip, *(k for k, _ in self.fields)}
@@ -249,18 +289,29 @@ class Values:
             keys.add(self.text)
         object.__setattr__(self, "mapped", frozenset(keys))
         object.__setattr__(self, "mapped_9x", frozenset({"start", *keys}))
+        plain = {"date", "start", "end", "source", *(k for k, _ in self.fields)}
+        object.__setattr__(self, "plain", frozenset(plain - {self.text, *self.skip}))
+        object.__setattr__(self, "getters", tuple((k, n, itemgetter(k)) for k, n in self.fields))
 
     # {"date": "2024-06-01 00:00:00 +0100", "start": "2024-06-01 00:00:00 +0100",
     #  "end": "2024-06-01 00:59:59 +0100", "Min": 52, "Avg": 61.5, "Max": 88,
     #  "source": "Simon's Apple Watch", "context": "Sedentary"}
-    def build(self, metric: str, point: dict[str, object], unit: str) -> Sequence[Point]:
-        # the hot path of a metrics body: key_time, source, extra and qty inlined
+    def build(
+        self, metric: str, point: dict[str, object], unit: str, instants: dates.Instants
+    ) -> Sequence[Point]:
+        # the hot path of a metrics body: key_time, source, extra and qty inlined, and
+        # the memo's look-up too (a text read before costs one dict look-up)
         raw = point.get("date")
         if raw is None:
             raw = point.get("start")
-        start, offset = dates.instant(raw)
+        start, offset = (instants.get(raw) if type(raw) is str else None) or instants.read(raw)
         end_raw = point.get("end")
-        end = None if end_raw is None else dates.instant(end_raw)[0]
+        if end_raw is None:
+            end = None
+        else:
+            end = (
+                (instants.get(end_raw) if type(end_raw) is str else None) or instants.read(end_raw)
+            )[0]
         who = point.get("source")
         if who is None:
             who = ""
@@ -276,10 +327,89 @@ class Values:
                 value = point[key]
                 if type(value) is not float:
                     value = qty(value)
-                out.append(Point(metric, name, who, start, offset, end, value, note, unit, more))
+                out.append(
+                    _new(Point, (metric, name, who, start, offset, end, value, note, unit, more))
+                )
         if not out:
             raise NotUnderstood("no value field")
         return out
+
+    # [{"date": "2024-06-01 00:01:00 +0100", "qty": 3.5, "source": "Simon's Apple Watch"},
+    #  {"date": "2024-06-01 00:02:00 +0100", "qty": 1.25, "source": "Simon's Apple Watch"}]
+    def many(
+        self, metric: str, chunk: list[object], unit: str, instants: dates.Instants
+    ) -> list[Point] | None:
+        """``build`` of every point of ``chunk``, in order, read a key at a time; or None.
+
+        Only a chunk whose points are all of one plain shape is read here: objects with
+        the same keys, ``date`` and at least one value field, at most ``source``,
+        ``end`` and a 9.x ``start`` equal to ``date`` besides (so no extra and no text);
+        times, sources and values texts, texts and numbers. For any other chunk, or a
+        time ``instants`` refuses, None: then ``build`` reads each point, and says what
+        it cannot read. Either way the same Points.
+        """
+        if set(map(type, chunk)) != _DICTS:
+            return None
+        points: list[dict[str, object]] = chunk  # type: ignore[assignment]
+        keys = points[0].keys()
+        if not (keys <= self.plain and "date" in keys) or not all(
+            map(keys.__eq__, map(dict.keys, points))
+        ):
+            return None
+        sent = list(map(_DATE, points))
+        if set(map(type, sent)) != _TEXTS or (
+            "start" in keys and list(map(_START, points)) != sent
+        ):
+            return None
+        who: Iterator[object] | list[object] = repeat("")
+        if "source" in keys:
+            who = list(map(_SOURCE, points))
+            if set(map(type, who)) != _TEXTS or max(map(len, who)) > MAX_SOURCE:  # type: ignore[arg-type]
+                return None
+        columns = []
+        for key, name, get in self.getters:
+            if key in keys:
+                values = list(map(get, points))
+                kinds = set(map(type, values))
+                if not kinds <= _NUMBERS:
+                    return None
+                columns.append((name, values if kinds == _FLOATS else list(map(float, values))))  # type: ignore[arg-type]
+        if not columns:
+            return None
+        try:
+            instant = _instants(sent, instants)
+            ends: Iterator[object] | list[object] = repeat(None)
+            if "end" in keys:
+                end_sent = list(map(_END, points))
+                if set(map(type, end_sent)) != _TEXTS:
+                    return None
+                ends = list(map(_FIRST, _instants(end_sent, instants)))
+        except ValueError:
+            return None
+        starts, offsets = list(map(_FIRST, instant)), list(map(_SECOND, instant))
+        rows = [
+            map(_new, repeat(Point), zip(repeat(metric), repeat(name), who, starts, offsets,
+                ends, values, repeat(None), repeat(unit), repeat(None)))
+            for name, values in columns
+        ]  # fmt: skip
+        if len(rows) == 1:
+            return list(rows[0])
+        return list(chain.from_iterable(zip(*rows, strict=True)))
+
+
+_DICTS, _TEXTS, _FLOATS = frozenset({dict}), frozenset({str}), frozenset({float})
+_NUMBERS = frozenset({float, int})  # not bool: qty refuses it
+_DATE, _START, _END, _SOURCE = (itemgetter(k) for k in ("date", "start", "end", "source"))
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def _instants(texts: list[object], instants: dates.Instants) -> list[tuple[str, int | None]]:
+    """``instants.read`` of each text: the memo's look-ups at once, then what it lacked."""
+    found = list(map(instants.get, texts))  # type: ignore[arg-type]
+    if None not in found:
+        return found  # type: ignore[return-value]
+    read = instants.read
+    return [hit or read(text) for hit, text in zip(found, texts, strict=True)]
 
 
 _QTY = (("qty", "qty"),)
@@ -294,19 +424,23 @@ _NIGHT = frozenset({"date", "end", "source", *_DURATIONS})
 _SEGMENT = frozenset({"startDate", "endDate", "qty", "value", "source"})
 
 
-def _sleep(metric: str, point: dict[str, object], unit: str) -> Sequence[Point]:
+def _sleep(
+    metric: str, point: dict[str, object], unit: str, instants: dates.Instants
+) -> Sequence[Point]:
     # One name, two shapes: the automation's "aggregate sleep" setting decides, so here
     # (and only here) the point's keys choose between a night and a segment.
     if any(k in point for k in _DURATIONS):
-        return _night(metric, point, unit or "hr")
-    return (_segment(metric, point, unit or "hr"),)
+        return _night(metric, point, unit or "hr", instants)
+    return (_segment(metric, point, unit or "hr", instants),)
 
 
 # {"date": "2023-01-31 02:44:02 +0800", "core": 3.2999999999999994, "deep": 0.858,
 #  "rem": 1.258, "awake": 0.116, "asleep": 0, "inBed": 8.145, "sleepStart": "...",
 #  "sleepEnd": "2023-01-31 08:39:12 +0800", "source": "Irvin's iPhone|Irvin’s Apple Watch"}
-def _night(metric: str, point: dict[str, object], unit: str) -> Sequence[Point]:
-    start, offset, end, raw = key_time(point)
+def _night(
+    metric: str, point: dict[str, object], unit: str, instants: dates.Instants
+) -> Sequence[Point]:
+    start, offset, end, raw = key_time(point, instants)
     # before app 6.6.2 there was no ``source``, only sleepSource and inBedSource
     who = source(point.get("source")) or source(point.get("sleepSource"))
     # sleepStart/End, inBedStart/End (absent in 8.2.12-8.2.13), sleepSource, inBedSource
@@ -321,15 +455,15 @@ def _night(metric: str, point: dict[str, object], unit: str) -> Sequence[Point]:
 # {"source": "Irvin's Apple Watch", "startDate": "2021-12-18 02:21:06 +0800",
 #  "endDate": "2021-12-18 08:57:06 +0800", "value": "Core", "date": null,
 #  "qty": 6.108333333333333}
-def _segment(metric: str, point: dict[str, object], unit: str) -> Point:
+def _segment(metric: str, point: dict[str, object], unit: str, instants: dates.Instants) -> Point:
     start_raw = point.get("startDate")
     if start_raw is None:
         start_raw = point.get("start")  # HAE 9.x
     end_raw = point.get("endDate")
     if end_raw is None:
         end_raw = point.get("end")
-    start, offset = dates.instant(start_raw)
-    end = None if end_raw is None else dates.instant(end_raw)[0]
+    start, offset = instants.read(start_raw)
+    end = None if end_raw is None else instants.read(end_raw)[0]
     more = extra(point, _SEGMENT, (("start", start_raw), ("end", end_raw), ("date", start_raw)))
     return Point(
         metric,
@@ -368,7 +502,7 @@ def _squashed(label: str) -> str:
 # a missing ``units`` means this unit for these metrics (and only for them)
 _DEFAULT_UNITS = {"sleep_analysis": "hr"}
 
-_Builder = Callable[[str, dict[str, object], str], Sequence[Point]]
+_Builder = Callable[[str, dict[str, object], str, dates.Instants], Sequence[Point]]
 
 _BUILDERS: dict[str, _Builder] = {
     # {"date": "...", "Min": 52, "Avg": 61.5, "Max": 88, "source": "...", "context": "..."}
