@@ -4,10 +4,13 @@ Every element is turned into what a Health Auto Export body would carry for the 
 data (an HAE metric point, an HAE section object) and handed to the HAE parser's own
 modules (``hae.metrics.points``, ``hae.records.build``, ``hae.records.items``), so names,
 fields, unit conversions and identities are HAE's by construction, not by a copy of its
-rules. docs/apple-health-export.md has the mapping and the reasons.
+rules (quantity samples, most of an export, are built directly, held to HAE's builder
+by a test: ``_direct``). docs/apple-health-export.md has the mapping and the reasons.
 
-Memory is flat: ``lxml.etree.iterparse`` reads the file in chunks and every top-level
-element is cleared (and unlinked from the root) once read; what is held is one batch.
+Memory is flat and no tree is built: the file is fed to libxml2 in 64 KiB chunks
+through lxml's *target* interface (``_Target``), which hands over each element's tag and
+attributes as it starts and ends; a top-level element is kept (``_Node``) only until it
+ends. What is held is one batch.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from healthlog.model import Point, Record
 
 #: the default batch: about this many points (plus one element's) per ``Batch``
 BATCH_POINTS = 50_000
+# what the parser is fed at a time
+_CHUNK = 64 * 1024
 ECG_FOLDER = "electrocardiograms"
 
 _SECONDS = {"s": 1.0, "sec": 1.0, "min": 60.0, "hr": 3600.0, "h": 3600.0, "d": 86400.0}
@@ -160,6 +165,124 @@ class _Pending:
         self.size += weight
 
 
+class _Node:
+    """A top-level element of export.xml and its children, as the parser gave them.
+
+    The few parts of lxml's element the reader asks for (``tag``, ``attrib``, ``get``,
+    its children by iteration and ``len``, ``iter(tag)``): the reader gets them from
+    lxml's target interface (``_Target``), which builds no tree, instead of an
+    ``iterparse`` tree that is built and cleared element by element.
+    """
+
+    __slots__ = ("attrib", "children", "tag")
+
+    def __init__(self, tag: str, attrib: dict[str, str]) -> None:
+        self.tag = tag
+        self.attrib = attrib
+        self.children: list[_Node] = []
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.attrib.get(key, default)
+
+    def __len__(self) -> int:
+        return len(self.children)
+
+    def __iter__(self) -> Iterator[_Node]:
+        return iter(self.children)
+
+    def iter(self, tag: str) -> Iterator[_Node]:
+        """This element and its descendants of ``tag``, in document order (as lxml's)."""
+        if self.tag == tag:
+            yield self
+        for child in self.children:
+            yield from child.iter(tag)
+
+
+class _Target:
+    """lxml's parser target: each top-level element, once it ends, to the reading.
+
+    Counts the top-level elements (the position), skips those a resumed reading has
+    folded already (parsed, never built), and closes a batch where it reaches its
+    bound; ``take`` hands the closed batches to ``batches`` between two chunks.
+    """
+
+    def __init__(self, reading: ExportReading) -> None:
+        self.reading = reading
+        self.pending = _Pending()
+        self.position = 0
+        self.ready: list[Batch] = []
+        self._depth = 0
+        self._stack: list[_Node] = []
+        self._skip = False
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        depth = self._depth = self._depth + 1
+        if depth == 2:
+            reading = self.reading
+            self._skip = self.position < reading.resume and tag not in ("Me", "ExportDate")
+            if self._skip:
+                return
+            _ampersands(attrib)
+            self._stack.append(_Node(tag, attrib))
+        elif depth > 2:
+            if self._skip:
+                return
+            _ampersands(attrib)
+            node = _Node(tag, attrib)
+            self._stack[-1].children.append(node)
+            self._stack.append(node)
+        else:
+            _ampersands(attrib)
+            self.reading.locale = attrib.get("locale")
+
+    def end(self, tag: str) -> None:
+        depth = self._depth
+        self._depth = depth - 1
+        if depth != 2:
+            if depth > 2 and not self._skip:
+                self._stack.pop()
+            return
+        self.position += 1
+        if self._skip:
+            return
+        element = self._stack.pop()
+        pending = self.pending
+        reading = self.reading
+        if tag == "Record" and _DIRECT:
+            # the hot path, without the dispatch of ``_element``: a quantity sample
+            kind = element.attrib.get("type")
+            if kind in _DIRECT_KINDS and not (kind == _HRV and element.children):
+                reading.read[tag] += 1
+                try:
+                    reading._direct(kind, element, pending)
+                except ValueError:  # a value, a time or a source that cannot be read
+                    reading.unreadable[kind] += 1
+            else:
+                reading._element(element, pending)
+        else:
+            reading._element(element, pending)
+        if pending.size >= reading.batch_points:
+            self.ready.append(self.reading._batch(pending, self.position))
+            self.pending = _Pending()
+
+    def close(self) -> None:
+        pass
+
+    def take(self) -> Iterator[Batch]:
+        ready, self.ready = self.ready, []
+        yield from ready
+
+
+def _ampersands(attrib: dict[str, str]) -> None:
+    """Undo lxml's ``&#38;``: its target interface gives a literal ampersand so when the
+    parser does not resolve entities (it does not: docs/apple-health-export.md, "No
+    DTD"). Exact: every ``&`` of a value comes as ``&#38;``, so ``&amp;#38;`` comes as
+    ``&#38;#38;`` and goes back to ``&#38;``."""
+    for key, value in attrib.items():
+        if "&#38;" in value:
+            attrib[key] = value.replace("&#38;", "&")
+
+
 class ExportReading:
     """One reading of an export: its batches, and what it found besides.
 
@@ -211,41 +334,32 @@ class ExportReading:
     def batches(self) -> Iterator[Batch]:
         """Batches in file order; raises ``ExportCut`` after the last readable batch of a
         cut or malformed ``export.xml`` (what was read before is yielded first)."""
-        pending = _Pending()
-        position = 0
         stream = self.export.open_xml()
+        target = _Target(self)
+        parser = etree.XMLParser(target=target, **series.PARSER_OPTIONS)
         try:
-            context = etree.iterparse(stream, events=("end",), **series.PARSER_OPTIONS)
-            root: Any = None
             try:
-                for _, element in context:
-                    if root is None:
-                        root = element.getroottree().getroot()
-                        self.locale = root.get("locale")
-                    if element.getparent() is not root:
-                        continue
-                    position += 1
-                    if position > self.resume or element.tag in ("Me", "ExportDate"):
-                        self._element(element, pending)
-                    element.clear(keep_tail=False)
-                    while element.getprevious() is not None:
-                        del root[0]
-                    if pending.size >= self.batch_points:
-                        self.bytes_read = stream.bytes_read
-                        yield self._batch(pending, position)
-                        pending = _Pending()
+                while chunk := stream.read(_CHUNK):
+                    self.bytes_read = stream.bytes_read
+                    parser.feed(chunk)
+                    yield from target.take()
+                parser.close()
             except etree.XMLSyntaxError as exc:
                 self.bytes_read = stream.bytes_read
-                if pending.size:
-                    yield self._batch(pending, position)
+                yield from target.take()
+                if target.pending.size:
+                    yield self._batch(target.pending, target.position)
                 line = exc.lineno if isinstance(exc.lineno, int) else "?"
                 raise ExportCut(
                     f"export.xml is cut short or not well-formed at line {line}: read "
-                    f"{self.bytes_read} of {self.xml_size} bytes; {position} elements read"
+                    f"{self.bytes_read} of {self.xml_size} bytes; {target.position} elements"
+                    " read"
                 ) from None
+            yield from target.take()
             self.bytes_read = stream.bytes_read
         finally:
             stream.close()
+        pending, position = target.pending, target.position
         for name in self.export.members(ECG_FOLDER, ".csv"):
             position += 1
             if position > self.resume:
@@ -377,7 +491,7 @@ class ExportReading:
         Raises ValueError where ``_quantity`` does (a value, a time or a source that
         cannot be read); what HAE's builder leaves out is its uncovered key, as there.
         """
-        get = dict(element.items()).get
+        get = element.attrib.get
         raw_unit = get("unit")
         shape = self._shapes.get((kind, raw_unit))
         if shape is None:
@@ -729,11 +843,11 @@ def _quantity_text(text: str) -> tuple[float | None, str | None]:
     return _finite_or_none(number), (unit.strip() or None)
 
 
-def _metadata(element: Any) -> dict[str, str]:
+def _metadata(element: _Node) -> dict[str, str]:
     return {
-        str(entry.get("key")): str(entry.get("value"))
-        for entry in element
-        if entry.tag == "MetadataEntry" and entry.get("key") is not None
+        str(entry.attrib.get("key")): str(entry.attrib.get("value"))
+        for entry in element.children
+        if entry.tag == "MetadataEntry" and entry.attrib.get("key") is not None
     }
 
 
