@@ -140,3 +140,21 @@ def test_scale_benchmark_folds_into_an_empty_and_a_full_store_on_both_backends()
         assert found["history_points"] > 50_000
         assert found["fold_empty_s"] > 0 and found["fold_full_s"] > 0
         assert found["ratio"] > 0 and found["bytes_per_point"] > 0
+
+
+def test_import_benchmark_reports_the_whole_import_against_a_parse_and_insert_floor() -> None:
+    """Two sizes: records/s of the import and of its floor, their ratio, and peak RSS."""
+    report = run_quick("import")
+    small, big = report["cases"]
+    assert 0 < small["xml_mb"] < big["xml_mb"]
+    for case in (small, big):
+        assert case["records"] > 0 and case["points"] == case["showcase_rows"] > 0
+        assert case["steps"] >= 1
+        for key in ("import_s", "import_records_per_s", "floor_s", "floor_records_per_s",
+                    "ratio", "import_peak_rss_mb", "floor_peak_rss_mb"):  # fmt: skip
+            assert case[key] > 0, key
+        assert set(case["import_breakdown_s"]) == {"check_and_archive", "fold"}
+        assert set(case["floor_breakdown_s"]) == {"iterparse", "executemany"}
+    assert report["ratio"] == big["ratio"]
+    assert isinstance(report["rss_growth_mb"], int | float)
+    assert isinstance(report["meets_target"], bool)
