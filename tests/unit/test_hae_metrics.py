@@ -695,6 +695,7 @@ def test_plain_chunks_read_at_once_give_what_one_point_at_a_time_gives(
 ) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(metrics, "_CHUNK", 3)  # chunks end inside the drawn data
+        patch.setattr(metrics, "_MANY_AT_LEAST", 1)
         found = Found()
         at_once = _typed(found, list(metrics.points(section, found)))
         patch.setattr(metrics.Values, "many", lambda *args: None)

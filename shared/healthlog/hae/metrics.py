@@ -41,6 +41,9 @@ _new = tuple.__new__
 # how many points of a metric ``Values.many`` reads at once: small enough that the
 # parser's deadline, checked between Points, is still checked every few milliseconds
 _CHUNK = 512
+# and the fewest: below this, its look at the whole chunk costs more than it saves (a
+# caller that hands points over one at a time, as the Health app's reader does)
+_MANY_AT_LEAST = 8
 
 
 def is_empty(value: object) -> bool:
@@ -66,7 +69,7 @@ def points(section: object, found: Found) -> Iterator[Point]:
         found.uncovered.add("metrics")
         return
     # the section's metrics share their timestamps: each text is read once
-    instants = dates.Instants()
+    instants = found.instants
     for item in section:
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(item, dict) or not isinstance(name, str) or not name:
@@ -112,7 +115,11 @@ def _metric(
     for at in range(0, len(data), _CHUNK):
         chunk = data[at : at + _CHUNK]
         # most chunks are of one plain shape: read at once, as build would read each
-        read = None if many is None else many(name, chunk, unit, instants)
+        read = (
+            None
+            if many is None or len(chunk) < _MANY_AT_LEAST
+            else many(name, chunk, unit, instants)
+        )
         if read is not None:
             if convert is not None:
                 read = [_converted(p, convert, identity) for p in read]
