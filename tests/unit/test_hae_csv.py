@@ -121,3 +121,12 @@ def test_a_part_that_is_neither_file_is_an_uncovered_key() -> None:
 def test_a_body_that_is_not_multipart_is_unreadable() -> None:
     with pytest.raises(UnreadableBody):
         parse(b"Date/Time,x\r\n", content_type="multipart/form-data")
+
+
+def test_a_csv_time_before_the_first_instant_in_the_zone_is_not_understood() -> None:
+    """0001-01-01 00:00 in Tokyo is before 0001-01-01 00:00 UTC: its row is uncovered,
+    the other rows fold (it used to end the parse with an OverflowError)."""
+    early = "Date/Time,Active Energy (kcal)\r\n0001-01-01 00:00:00,5\r\n2023-01-02 00:00:00,7\r\n"
+    result = parse(multipart(("metrics", early)), content_type=CONTENT_TYPE, tz="Asia/Tokyo")
+    assert result.uncovered == ("csv:metrics",)
+    assert [(p.start, p.qty) for p in result.points] == [("2023-01-01T15:00:00.000000Z", 7.0)]

@@ -220,13 +220,14 @@ def test_aggregated_sleep_with_date_only_key_and_total_sleep() -> None:
     result = fixture("sleep_aggregated_date_only_total_sleep.json")
     assert result.uncovered == ()
     extra = '{"sleepEnd":"2024-06-01 06:40:00 +0100","sleepStart":"2024-05-31 23:10:00 +0100"}'
+    # the day's midnight on the night's clock, sleepStart's +0100 (test_hae_sleep_keys.py)
     assert result.points == [
         Point(
             "sleep_analysis",
             field,
             "Simon's Apple Watch",
-            "2024-06-01T00:00:00.000000Z",
-            None,
+            "2024-05-31T23:00:00.000000Z",
+            60,
             None,
             hours,
             None,

@@ -15,13 +15,13 @@ from __future__ import annotations
 import csv
 import io
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from email.parser import BytesParser
 from email.policy import HTTP
 from zoneinfo import ZoneInfo
 
 from healthlog.errors import UnreadableBody
-from healthlog.hae import metrics, records, units
+from healthlog.hae import dates, metrics, records, units
 from healthlog.hae.records import Found
 from healthlog.model import ParseResult, Point, Record
 
@@ -77,16 +77,13 @@ def _local(text: str, zone: ZoneInfo) -> tuple[str, int]:
     """UTC text and offset (minutes) of an offset-less local time in ``zone``."""
     for layout in _LAYOUTS:
         try:
-            local = datetime.strptime(text.strip(), layout).replace(tzinfo=zone)
+            local = datetime.strptime(text.strip(), layout)
             break
         except ValueError:
             continue
     else:
         raise ValueError("not a CSV time")
-    delta = local.utcoffset()
-    offset = 0 if delta is None else int(delta.total_seconds() // 60)
-    utc = local.astimezone(UTC).replace(tzinfo=None)
-    return utc.isoformat(timespec="microseconds") + "Z", offset
+    return dates.in_zone(local, zone)
 
 
 def _unit(title: str) -> tuple[str, str]:

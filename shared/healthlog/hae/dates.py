@@ -13,8 +13,11 @@ minutes. Accepted forms (docs/hae-format.md, "Timestamp forms"):
 * epoch seconds as a JSON number (int or float): offset None.
 
 A local time without an offset (date-only, ISO without a zone) is read as if it were
-UTC and its offset is None: the body does not say where it was, and CSV time zones are
-a later issue. Anything else raises ``ValueError``; the message never quotes the value.
+UTC and its offset is None: the value alone does not say where it was. Two readers know
+more and say so: CSV times are read in the account's zone (``in_zone``), and an
+aggregated sleep night sent as a day alone starts at that day's midnight on the night's
+own clock (``day_start``, ``hae.metrics``). Anything else raises ``ValueError``; the
+message never quotes the value.
 
 The canonical form is the hot path (a 10 MB metrics body holds ~150k of them): it is
 read by slicing, and every piece is validated by a lookup in a table that fills itself
@@ -30,6 +33,8 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, date, datetime, timedelta
+from typing import TypeGuard
+from zoneinfo import ZoneInfo
 
 _MINUTES_PER_DAY = 1440
 # "HH:MM" for every minute of a day, indexed by minute
@@ -89,13 +94,17 @@ class Instants(dict[str, tuple[str, int | None]]):
     not read them alike. What ``instant`` refuses is not remembered: it raises again. At
     ``LIMIT`` texts the memo starts over, so one parse of a body of millions of distinct
     times holds a bounded memo.
+
+    ``zone`` is the account's IANA zone, where a day the body sends alone starts when
+    nothing in the body says which clock it is on (``day_start``).
     """
 
-    __slots__ = ("_head", "_offset", "_prefix", "_tail")
+    __slots__ = ("_head", "_offset", "_prefix", "_tail", "zone")
     LIMIT = 1 << 16
 
-    def __init__(self) -> None:
+    def __init__(self, zone: str = "UTC") -> None:
         super().__init__()
+        self.zone = zone
         # the last canonical text's "yyyy-MM-dd HH:mm:" and " ±hhmm", and its instant's
         # "yyyy-MM-ddTHH:mm:" and offset; longer than any canonical text until then
         self._head = self._tail = " " * 26
@@ -126,6 +135,49 @@ class Instants(dict[str, tuple[str, int | None]]):
             self.clear()
         self[value] = found
         return found
+
+
+def is_day(value: object) -> TypeGuard[str]:
+    """True for a day alone, ``yyyy-MM-dd``, that ``instant`` reads (as UTC midnight)."""
+    return type(value) is str and len(value) == 10 and _ASCII_DAY.fullmatch(value) is not None
+
+
+def day_start(day: str, offset: int | None, zone: str) -> tuple[str, int]:
+    """The UTC instant of the midnight that starts ``day`` (``yyyy-MM-dd``) and its offset.
+
+    On the clock ``offset`` minutes east of UTC; with no offset, in the IANA ``zone``,
+    as CSV's offset-less times are read (``in_zone``). Raises ``ValueError`` for a day
+    that is not one, or a midnight out of range.
+    """
+    if not is_day(day):
+        raise ValueError("not a day")
+    midnight = datetime.fromisoformat(day)
+    if offset is None:
+        try:
+            clock = ZoneInfo(zone)
+        except (ValueError, KeyError) as exc:  # ZoneInfoNotFoundError is a KeyError
+            raise ValueError("not a time zone") from exc
+        return in_zone(midnight, clock)
+    try:
+        return _utc_text(midnight - timedelta(minutes=offset)), offset
+    except OverflowError as exc:
+        raise ValueError("time out of range") from exc
+
+
+def in_zone(local: datetime, zone: ZoneInfo) -> tuple[str, int]:
+    """UTC text and offset (minutes) of a naive local time on the clock of ``zone``.
+
+    A time a change of clocks skips or repeats takes the offset from before it (``fold``
+    0). Raises ``ValueError`` for a time out of range.
+    """
+    aware = local.replace(tzinfo=zone)
+    delta = aware.utcoffset()
+    offset = 0 if delta is None else int(delta.total_seconds() // 60)
+    try:
+        utc = aware.astimezone(UTC).replace(tzinfo=None)
+    except OverflowError as exc:
+        raise ValueError("time out of range") from exc
+    return _utc_text(utc), offset
 
 
 # sample: 2021-12-24 00:04:00 +0800

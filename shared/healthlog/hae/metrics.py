@@ -428,6 +428,9 @@ _GENERIC = Values((*_QTY, ("Min", "min"), ("Avg", "avg"), ("Max", "max")))
 
 _DURATIONS = ("totalSleep", "asleep", "core", "deep", "rem", "awake", "inBed")
 _NIGHT = frozenset({"date", "end", "source", *_DURATIONS})
+# the times of a night that carry its clock, the evening's first: a night's midnight is
+# most often after its start and before any change of clocks at 2 or 3 in the morning
+_NIGHT_CLOCKS = ("start", "sleepStart", "inBedStart", "end", "sleepEnd", "inBedEnd")
 _SEGMENT = frozenset({"startDate", "endDate", "qty", "value", "source"})
 
 
@@ -448,6 +451,8 @@ def _night(
     metric: str, point: dict[str, object], unit: str, instants: dates.Instants
 ) -> Sequence[Point]:
     start, offset, end, raw = key_time(point, instants)
+    if dates.is_day(raw):
+        start, offset = _night_start(raw, point, instants, (start, offset))
     # before app 6.6.2 there was no ``source``, only sleepSource and inBedSource
     who = source(point.get("source")) or source(point.get("sleepSource"))
     # sleepStart/End, inBedStart/End (absent in 8.2.12-8.2.13), sleepSource, inBedSource
@@ -457,6 +462,32 @@ def _night(
         for key in _DURATIONS
         if key in point
     ]
+
+
+# {"date": "2026-07-06", "sleepStart": "2026-07-05 23:10:00 +0200", "asleep": 7.5, ...}
+def _night_start(
+    day: str, point: dict[str, object], instants: dates.Instants, read: tuple[str, int | None]
+) -> tuple[str, int | None]:
+    """A night sent as a day alone starts at that day's midnight on the night's own clock.
+
+    So the same night sent again as ``2026-07-06 00:00:00 +0200`` (a day's bucket, as
+    HAE stamps one) has the same key (docs/hae-format.md, "Sleep"). The clock is the
+    offset of the night's first readable time that has one (``_NIGHT_CLOCKS``); with
+    none, the account's zone, as CSV's offset-less days are read. ``read``, the day as
+    ``dates.instant`` reads it (UTC midnight), stays for a midnight out of range.
+    """
+    offset = None
+    for key in _NIGHT_CLOCKS:
+        try:
+            offset = instants.read(point.get(key))[1]
+        except ValueError:  # absent, null or unreadable: the next one
+            continue
+        if offset is not None:
+            break
+    try:
+        return dates.day_start(day, offset, instants.zone)
+    except ValueError:
+        return read
 
 
 # {"source": "Irvin's Apple Watch", "startDate": "2021-12-18 02:21:06 +0800",

@@ -57,26 +57,27 @@ def parse(
     the uncovered keys found so far. Raises ``UnreadableBody`` when the body is not UTF-8
     JSON holding an object (or its ``data`` is not an object); the message never quotes
     the body. A ``multipart/form-data`` ``content_type`` (HAE's CSV export) is read by
-    ``hae.csv``, its offset-less times in the IANA zone ``tz``.
+    ``hae.csv``, its offset-less times in the IANA zone ``tz``; in JSON, ``tz`` is where
+    a sleep night sent as a day alone, with no time of its own, starts.
     """
     if content_type.split(";", 1)[0].strip().lower() == "multipart/form-data":
         from healthlog.hae import csv
 
         found = csv.parse(body, content_type=content_type, tz=tz, deadline=deadline)
         return without_nul(found) if b"\x00" in body else found
-    result = _parse_json(body, deadline)
+    result = _parse_json(body, deadline, tz)
     # JSON can only spell NUL as an escape: a body without one has none to replace
     return without_nul(result) if b"\\u0000" in body else result
 
 
-def _parse_json(body: bytes, deadline: float | None) -> ParseResult:
+def _parse_json(body: bytes, deadline: float | None, tz: str) -> ParseResult:
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError:
         raise UnreadableBody("the body is not UTF-8 JSON") from None
     if deadline is not None and time.monotonic() > deadline:
         raise FoldDeadline()  # reading the JSON used up the time
-    found = Found(deadline=deadline)
+    found = Found(deadline=deadline, tz=tz)
     uncovered = found.uncovered
     points: list[Point] = []
     for name, value in _sections(document):

@@ -37,12 +37,14 @@ class Found:
     records: list[Record] = field(default_factory=list)
     incomparable: int = 0
     deadline: float | None = None
+    #: the account's IANA zone, for a time the body sends without saying its clock
+    tz: str = "UTC"
     #: the body's time texts, each read once (``dates.Instants``), for as long as this
     #: accumulator lives: one parse, or one batch of a caller that feeds points one by one
     instants: dates.Instants = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.instants = dates.Instants()
+        self.instants = dates.Instants(self.tz)
 
     def check_clock(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
