@@ -11,8 +11,10 @@ failed step. The exports are made by ``tests.export_gen``.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import shutil
+import time
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -443,3 +445,25 @@ def test_the_logs_name_no_source_and_no_value(
     assert "import.stored" in text and "fold.export_cut" in text
     for secret in ("Ada", "Test’s", "iPhone", "Watch", "1985", "Sinus"):
         assert secret not in text
+
+
+def test_a_local_copy_a_killed_fold_left_is_removed_by_the_next(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fold killed while it held an S3 body's local copy leaves it (no cleanup runs);
+    one older than any fold takes is removed by the next copy, a recent one is not."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(temp))
+    with ExitStack() as resources:
+        stores = open_stores("sqlite", "s3", tmp_path, resources, request)
+        stale, recent = temp / "healthlog-body-stale", temp / "healthlog-body-recent"
+        for folder in (stale, recent):
+            folder.mkdir()
+            (folder / "body").write_bytes(b"x" * 1000)
+        old = time.time() - 7 * 3600
+        os.utime(stale, (old, old))
+        stores.archive.put("acc-alice/2026-01-01/x.zip", b"PK")
+        with stores.archive.local_file("acc-alice/2026-01-01/x.zip") as path:
+            assert path.read_bytes() == b"PK" and path.is_relative_to(temp)
+        assert sorted(p.name for p in temp.iterdir()) == ["healthlog-body-recent"]

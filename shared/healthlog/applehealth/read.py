@@ -61,6 +61,7 @@ _DIRECT = True
 _HRV = types.QUANTITY_PREFIX + "HeartRateVariabilitySDNN"  # with beats: HAE's builder
 _DIRECT_KINDS = frozenset(types.QUANTITIES)
 _isfinite = math.isfinite
+_TIMES_KEPT = 512
 _new = tuple.__new__
 _MAX_SOURCE = metrics.MAX_SOURCE
 _MAX_INLINE = metrics.MAX_INLINE
@@ -319,6 +320,10 @@ class ExportReading:
         self.xml_size = self.export.xml_size
         self.bytes_read = 0
         self._shapes: dict[tuple[str, str | None], _Shape] = {}
+        # the times read lately, as ``dates.instant`` reads them: samples of several
+        # types share their start and end (a Watch writes heart rate, energy and steps
+        # for the same minute), and a series' next sample often starts where one ended
+        self._times: dict[str, tuple[str, int | None]] = {}
 
     def __enter__(self) -> ExportReading:
         return self
@@ -504,15 +509,25 @@ class ExportReading:
             raise ValueError("not a finite number")
         if shape.percent:  # HealthKit's fraction, HAE's percentage
             value *= 100.0
+        times = self._times
         start_raw = get("startDate")
-        start, offset = _instant(start_raw)
+        if start_raw is None:
+            raise ValueError("no start")
+        when = times.get(start_raw)
+        if when is None:
+            when = _instant(start_raw)
+            if len(times) >= _TIMES_KEPT:
+                times.clear()
+            times[start_raw] = when
+        start, offset = when
         end_raw = get("endDate")
         if end_raw is None:
             end = None
-        elif end_raw == start_raw:
-            end = start
         else:
-            end = _instant(end_raw)[0]
+            when = times.get(end_raw)
+            if when is None:
+                when = times[end_raw] = _instant(end_raw)
+            end = when[0]
         who = get("sourceName")
         if who is None:
             who = ""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
@@ -43,6 +44,10 @@ PART_SIZE = 8 * MIB
 # what a local copy of a body reads from the stream at a time, and the room it leaves
 COPY_CHUNK = 1 * MIB
 COPY_ROOM = 64 * MIB
+# the temporary folders of local copies; one older than COPY_MAX_AGE_S was left by a
+# process killed while it held it (no fold takes that long), and is removed
+COPY_PREFIX = "healthlog-body-"
+COPY_MAX_AGE_S = 6 * 3600
 
 # Fail in seconds when the store is unreachable: the phone retries a 503, and a fold
 # that waits minutes on one body holds up the whole pass.
@@ -113,7 +118,8 @@ class S3Archive:
         """The object streamed into a private temporary file, removed after the block."""
         name = self._object_key(key)
         size = self.size(key)
-        with tempfile.TemporaryDirectory(prefix="healthlog-body-") as folder:  # 0700
+        _sweep_copies(Path(tempfile.gettempdir()))
+        with tempfile.TemporaryDirectory(prefix=COPY_PREFIX) as folder:  # 0700
             if shutil.disk_usage(folder).free < size + COPY_ROOM:
                 # (a Lambda's /tmp is 512 MB unless configured): not fetched at all
                 raise ArchiveUnavailable(f"no room here for a local copy of {size} bytes")
@@ -295,6 +301,16 @@ class S3Writer:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this archive writer was already committed or aborted")
+
+
+def _sweep_copies(folder: Path) -> None:
+    """Remove the local copies killed processes left (a copy can be gigabytes)."""
+    cutoff = time.time() - COPY_MAX_AGE_S
+    with suppress(OSError):
+        for entry in folder.iterdir():
+            with suppress(OSError):
+                if entry.name.startswith(COPY_PREFIX) and entry.stat().st_mtime < cutoff:
+                    shutil.rmtree(entry)
 
 
 @contextmanager
