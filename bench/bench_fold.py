@@ -45,7 +45,7 @@ from healthlog.hae import parse
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import NewDelivery, OutcomeClass
 
-TARGET_RATIO = 0.5
+TARGET_RATIO = 0.8  # issue #13, item 2 (it was 0.5)
 RECEIVED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 # heart_rate points become one row per summary field, as the parser makes them
 _SUMMARY = ("Min", "Avg", "Max")
