@@ -6,17 +6,15 @@ other sections' records. A row is the point as stored: times in UTC text
 them, the value in the canonical unit, ``extra`` as the stored JSON text.
 
 A value the fold converted to its metric's canonical unit (``extra`` keeps what was
-sent: ``sent_qty``, ``sent_unit``) is written rounded to the precision the conversion
-justifies (``justified``): one decimal more than the sent value's resolution in the
-canonical unit, so 165.3 lb is written 74.979 kg, not 74.97881876100001. What is
-stored is not changed.
+sent: ``sent_qty``, ``sent_unit``) is stored rounded to the precision the conversion
+justifies (``hae.units.justified``); one folded before that rule is written rounded the
+same way, so 165.3 lb is written 74.979 kg, not 74.97881876100001.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
@@ -28,25 +26,6 @@ COLUMNS = [
     "account_id", "metric", "field", "source", "start", "utc_offset", "end",
     "qty", "text", "unit", "extra", "delivery_id",
 ]  # fmt: skip
-
-
-def decimals(value: float) -> int:
-    """The decimals of ``value`` as written (its shortest repr): 165.3 has 1, 1e-05 has 5."""
-    mantissa, _, exponent = repr(float(value)).partition("e")
-    written = len(mantissa.partition(".")[2].rstrip("0"))
-    return max(0, written - int(exponent or 0))
-
-
-def justified(qty: float, sent_qty: float, factor: float) -> float:
-    """``qty``, converted from ``sent_qty`` by ``factor``, to the decimals that justifies.
-
-    ``sent_qty`` with ``d`` decimals is known to ``10**-d`` of its unit, that is
-    ``factor * 10**-d`` of the canonical one; the result keeps one decimal more than
-    the coarsest step no larger than that: ``d + ceil(-log10 factor) + 1``.
-    """
-    if not (math.isfinite(qty) and math.isfinite(sent_qty)) or factor <= 0:
-        return qty
-    return round(qty, decimals(sent_qty) + math.ceil(-math.log10(factor)) + 1)
 
 
 def _shown_qty(stored: StoredPoint) -> float | None:
@@ -61,7 +40,7 @@ def _shown_qty(stored: StoredPoint) -> float | None:
         return p.qty
     if conv is None or conv.identity:
         return p.qty
-    return justified(p.qty, sent_qty, conv.factor)
+    return units.justified(p.qty, sent_qty, conv.factor)
 
 
 def row(stored: StoredPoint) -> dict[str, Any]:

@@ -356,7 +356,7 @@ def test_no_progress_line_off_a_terminal(folded: Phone) -> None:
 def test_converted_values_are_exported_to_the_precision_the_conversion_justifies(
     env: Path,
 ) -> None:
-    from healthlog.points_export import justified
+    from healthlog.hae.units import justified
 
     phone = phone_for(env)
     weigh = [{"date": "2026-11-30 08:00:00 +0100", "qty": 165.3, "source": "Scale"}]

@@ -565,7 +565,7 @@ class ExportReading:
             rest["sent_unit"] = shape.sent
             if not shape.identity:
                 rest["sent_qty"] = value
-                value = value * shape.factor + shape.offset
+                value = units.justified(value * shape.factor + shape.offset, value, shape.factor)
             extra = _dumps(rest, option=_SORTED).decode()
         elif shape.incomparable:
             found.incomparable += shape.weight

@@ -19,11 +19,33 @@ showcase is the same whatever order deliveries are folded in:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 
+def decimals(value: float) -> int:
+    """The decimals of ``value`` as written (its shortest repr): 165.3 has 1, 1e-05 has 5."""
+    mantissa, _, exponent = repr(float(value)).partition("e")
+    written = len(mantissa.partition(".")[2].rstrip("0"))
+    return max(0, written - int(exponent or 0))
+
+
+def justified(qty: float, sent_qty: float, factor: float) -> float:
+    """``qty``, converted from ``sent_qty`` by ``factor``, to the decimals that justifies.
+
+    ``sent_qty`` with ``d`` decimals is known to ``10**-d`` of its unit, that is
+    ``factor * 10**-d`` of the canonical one; the result keeps one decimal more than
+    the coarsest step no larger than that: ``d + ceil(-log10 factor) + 1``. So 165.3 lb
+    is 74.979 kg, not 74.97881876100001 (docs/hae-format.md, "Units").
+    """
+    if not (math.isfinite(qty) and math.isfinite(sent_qty)) or factor <= 0:
+        return qty
+    return round(qty, decimals(sent_qty) + math.ceil(-math.log10(factor)) + 1)
+
+
 class Conversion(NamedTuple):
-    """canonical = sent * factor + offset; ``unit`` is the canonical spelling."""
+    """canonical = sent * factor + offset, to the decimals the sent value justifies;
+    ``unit`` is the canonical spelling."""
 
     unit: str
     factor: float
@@ -34,7 +56,7 @@ class Conversion(NamedTuple):
         return self.factor == 1.0 and self.offset == 0.0
 
     def apply(self, value: float) -> float:
-        return value * self.factor + self.offset
+        return justified(value * self.factor + self.offset, value, self.factor)
 
 
 # spelling -> (dimension, factor to the base unit, offset to the base unit)
