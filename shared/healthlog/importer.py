@@ -233,13 +233,15 @@ def _folder(path: Path) -> Source:
 
 
 def _files(folder: Path, inside: Path) -> Iterator[Path]:
-    """The regular files under ``folder``, relative to it; a link is followed only where
-    it stays inside the export (as the reader opens them)."""
+    """The regular files under ``folder``, relative to it. A link to a file is followed
+    where it stays inside the export (as the reader opens them); a link to a folder is
+    not (it could lead round in a circle)."""
     for entry in os.scandir(folder):
         target = Path(entry.path)
-        if entry.is_symlink() and not target.resolve().is_relative_to(inside):
-            continue
-        if entry.is_dir():
+        if entry.is_symlink():
+            if entry.is_file() and target.resolve().is_relative_to(inside):
+                yield Path(entry.name)
+        elif entry.is_dir():
             for found in _files(target, inside):
                 yield Path(entry.name) / found
         elif entry.is_file():

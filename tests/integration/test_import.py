@@ -467,3 +467,28 @@ def test_a_local_copy_a_killed_fold_left_is_removed_by_the_next(
         with stores.archive.local_file("acc-alice/2026-01-01/x.zip") as path:
             assert path.read_bytes() == b"PK" and path.is_relative_to(temp)
         assert sorted(p.name for p in temp.iterdir()) == ["healthlog-body-recent"]
+
+
+def test_a_folder_is_archived_without_what_leads_out_of_it_or_round_in_a_circle(
+    local: Stores, tmp_path: Path
+) -> None:
+    folder = tmp_path / "apple_health_export"
+    folder.mkdir()
+    (folder / "export.xml").write_bytes(export_gen.fixture_xml())
+    secret = tmp_path / "secret.gpx"
+    secret.write_bytes(b"<gpx/>")
+    (folder / "workout-routes").mkdir()
+    (folder / "workout-routes" / "outside.gpx").symlink_to(secret)
+    (folder / "same.xml").symlink_to(folder / "export.xml")
+    (folder / "loop").symlink_to(folder, target_is_directory=True)
+
+    report = local.import_(folder)
+
+    stored = tmp_path / "stored.zip"
+    stored.write_bytes(local.archive.read(report.archive_key))
+    with zipfile.ZipFile(stored) as zipped:
+        assert sorted(zipped.namelist()) == [
+            "apple_health_export/export.xml",
+            "apple_health_export/same.xml",
+        ]
+    assert report.status is ParseStatus.PARTIAL
