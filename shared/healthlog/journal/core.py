@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import date, datetime
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import orjson
@@ -121,13 +122,31 @@ _DAY_END = "T23:59:59.999999Z"
 _DAY_START = "T00:00:00.000000Z"
 
 
-def touched_days(points: Sequence[Point]) -> dict[str, list[tuple[str, str]]]:
+#: a point's series (metric, field, unit, source), by position: a Point is a tuple, and
+#: one C call per point beats four attribute reads (a step of an import is fifty
+#: thousand points)
+_SERIES = itemgetter(0, 1, 8, 2)
+
+
+def starts_by_series(points: Sequence[Point]) -> dict[tuple[str, str, str, str], list[str]]:
+    """Per series (metric, field, unit, source), the starts of its points, in order."""
+    found: dict[tuple[str, str, str, str], list[str]] = {}
+    setdefault, series = found.setdefault, _SERIES
+    for p in points:
+        setdefault(series(p), []).append(p.start)
+    return found
+
+
+def touched_days(
+    points: Sequence[Point],
+    by_series: dict[tuple[str, str, str, str], list[str]] | None = None,
+) -> dict[str, list[tuple[str, str]]]:
     """Per metric, the UTC days its points start on, runs of days merged: closed ranges
     of stored time text, where a delivery can add points (and nowhere else)."""
-    by_metric: dict[str, list[str]] = {}
-    for metric, day in sorted({(p.metric, p.start[:10]) for p in points}):
-        by_metric.setdefault(metric, []).append(day)
-    return {metric: _runs(days) for metric, days in by_metric.items()}
+    days_of: dict[str, set[str]] = {}
+    for (metric, *_), starts in (by_series or starts_by_series(points)).items():
+        days_of.setdefault(metric, set()).update({start[:10] for start in starts})
+    return {metric: _runs(sorted(days)) for metric, days in sorted(days_of.items())}
 
 
 def _runs(days: list[str]) -> list[tuple[str, str]]:
@@ -195,22 +214,15 @@ class _DayTally:
                 conn.execute(self._sql["add_point_days"], {**params, **brought})
 
 
-def extents(points: Sequence[Point]) -> dict[tuple[str, str, str, str], list[Any]]:
+def extents(
+    points: Sequence[Point],
+    by_series: dict[tuple[str, str, str, str], list[str]] | None = None,
+) -> dict[tuple[str, str, str, str], list[Any]]:
     """Per series (metric, field, unit, source): first and last start, how many points."""
-    found: dict[tuple[str, str, str, str], list[Any]] = {}
-    for p in points:
-        key = (p.metric, p.field, p.unit, p.source)
-        start = p.start
-        seen = found.get(key)
-        if seen is None:
-            found[key] = [start, start, 1]
-            continue
-        if start < seen[0]:
-            seen[0] = start
-        elif start > seen[1]:
-            seen[1] = start
-        seen[2] += 1
-    return found
+    return {
+        key: [min(starts), max(starts), len(starts)]
+        for key, starts in (by_series or starts_by_series(points)).items()
+    }
 
 
 def bounded_keys(keys: Sequence[str]) -> list[str]:
@@ -481,13 +493,15 @@ class SqlJournal:
                 )
             account_id, received_at = won[0]
             layer = Layer(account_id, received_at, delivery_id)
-            tally = self._tally(conn, layer, points)
+            by_series = starts_by_series(points)
+            tally = self._tally(conn, layer, points, by_series)
             self._driver.write_showcase(conn, layer, points, records)
             tally.count_after(conn)
             if step is None or step.after == 0:
                 conn.execute(sql["delete_extents"], {"delivery_id": delivery_id})
             extent = sql["insert_extent" if step is None else "merge_extent"]
-            for (metric, field, unit, source), (first, last, count) in extents(points).items():
+            found = extents(points, by_series).items()
+            for (metric, field, unit, source), (first, last, count) in found:
                 conn.execute(
                     extent,
                     {
@@ -506,9 +520,15 @@ class SqlJournal:
 
         self._write(work)
 
-    def _tally(self, conn: Connection, layer: Layer, points: Sequence[Point]) -> _DayTally:
+    def _tally(
+        self,
+        conn: Connection,
+        layer: Layer,
+        points: Sequence[Point],
+        by_series: dict[tuple[str, str, str, str], list[str]] | None = None,
+    ) -> _DayTally:
         """Count, before the write, what the showcase holds where the points fall."""
-        ranges = touched_days(points)
+        ranges = touched_days(points, by_series)
         found = conn.execute(self._sql["metric_bars"], layer._asdict()).fetchall() if points else []
         tally = _DayTally(self._sql, layer, {str(m): bar for m, bar in found}, ranges)
         tally.count_before(conn)

@@ -92,6 +92,9 @@ def start_bound(prefix: str) -> str | None:
 POINT_VALUES = attrgetter(
     "metric", "field", "source", "start", "utc_offset", "end", "qty", "text", "unit", "extra"
 )
+# ...which is every field of a Point, in its order: a Point is its own values (the bulk
+# write of the SQLite driver takes it as it is)
+assert Point._fields == POINT_VALUES(Point._make(Point._fields))
 RECORD_VALUES = attrgetter(
     "section", "identity", "start", "end", "utc_offset", "name", "source", "body"
 )

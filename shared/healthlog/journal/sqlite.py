@@ -273,8 +273,8 @@ class SqliteDriver:
         assert isinstance(conn, sqlite3.Connection)
         sql = self.statements
         if points:
-            point_values = rows.POINT_VALUES
-            conn.executemany(sql["upsert_point"], (point_values(p) + layer for p in points))
+            # a Point is its values in the statement's order (rows.POINT_VALUES)
+            conn.executemany(sql["upsert_point"], (p + layer for p in points))
         if not records:
             return
         account_id, version = layer[0], layer[1:]
@@ -290,7 +290,8 @@ class SqliteDriver:
                 stored = conn.execute(sql["series_layer"], key).fetchone()
                 if stored is not None and version < tuple(stored):
                     continue  # a newer layer carried this series: an older one changes nothing
-                conn.execute(sql["delete_series_items"], key)
+                if stored is not None:  # a series no layer holds yet has no items either
+                    conn.execute(sql["delete_series_items"], key)
                 conn.executemany(sql["insert_item"], (owner + item_values(i) for i in items))
                 conn.execute(sql["upsert_series"], key + version)
 
