@@ -39,6 +39,9 @@ class Settings:
     max_import_bytes: int = 32 * 1024 * MB
     # a fold in steps (an import) commits a step about every this many points
     fold_step_points: int = 50_000
+    # ...and reads an export.xml at least this large in a process of its own, beside its
+    # writes (two cores at work); 0: always
+    fold_reader_process_bytes: int = 16 * MB
     # local stack: where ingest sends the wake-up bit (empty: no wake-up, the tick heals)
     fold_url: str = ""
     # local stack: the shared secret a wake-up must carry (header X-Healthlog-Wake) for
@@ -97,6 +100,7 @@ class Settings:
         if (
             min(self.max_body_bytes, self.max_import_bytes, self.fold_step_points) <= 0
             or self.page_size <= 0
+            or self.fold_reader_process_bytes < 0
             or self.max_fold_attempts <= 0
         ):
             raise ConfigError("sizes and counts must be positive")

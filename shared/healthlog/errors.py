@@ -77,6 +77,16 @@ class Paused(Circumstance):
     """A fold in steps stopped between two steps (its budget ran out); it goes on later."""
 
 
+class ReaderDied(Circumstance):
+    """The process that read the body for the fold died; counted as a crash of the fold.
+
+    The delivery stays pending with its attempt still counted, as if the fold's own
+    process had died (``healthlog.applehealth.aside``).
+    """
+
+    crash = True
+
+
 class NoSuchAccount(Circumstance):
     """The delivery's account does not exist (yet) in this journal."""
 

@@ -393,10 +393,15 @@ def fold_import(
     """
 
     def heard(step: FoldProgress) -> None:
-        if progress is not None:
+        if progress is None:
+            return
+        try:
             progress(
                 ImportProgress("fold", step.bytes_read, step.bytes_total, step.points, step.records)
             )
+        except Exception as exc:
+            # a progress bar that fails is not the delivery's failure: the fold goes on
+            log.event(logger, logging.WARNING, "import.progress_failed", error=type(exc).__name__)
 
     player = make_player(journal, archive, settings)
     with journal.fold_lock(wait_s) as held:

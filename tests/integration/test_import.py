@@ -14,6 +14,7 @@ import logging
 import os
 import random
 import shutil
+import signal
 import time
 import uuid
 import zipfile
@@ -492,3 +493,90 @@ def test_a_folder_is_archived_without_what_leads_out_of_it_or_round_in_a_circle(
             "apple_health_export/same.xml",
         ]
     assert report.status is ParseStatus.PARTIAL
+
+
+# --- a large export.xml is read in a process of its own ---------------------------------
+
+
+def _aside(stores: Stores) -> Stores:
+    """The stores with every export read aside (in production: 16 MB and more)."""
+    stores.settings = replace(stores.settings, fold_reader_process_bytes=0)
+    return stores
+
+
+def test_an_import_read_in_a_process_of_its_own_folds_the_same(
+    stores: Stores, tmp_path: Path
+) -> None:
+    path = export_gen.fixture_zip(tmp_path / "export.zip", *export_gen.minutes(export_gen.T0, 60))
+    report = _aside(stores).import_(path)
+    assert report.status is ParseStatus.PARTIAL and report.uncovered == FIXTURE_UNCOVERED
+    assert showcase(stores.journal) == read_directly(path)
+    assert sum(n for *_, n in stores.journal.metric_days(account_id=stores.account.id)) == len(
+        read_directly(path)[0]
+    )
+
+
+def _readers() -> list[int]:
+    """The export readers this process started and that still run (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid() and b"healthlog.applehealth.aside" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_reader_process_that_dies_is_a_crash_of_the_fold(local: Stores, tmp_path: Path) -> None:
+    """Killed mid-import (as an out-of-memory killer would): the fold defers with its
+    attempt still counted, as if it had died itself; the next fold goes on."""
+    # steps large enough that the reader is still at work (the pipe full) at the first
+    path = export_gen.write_zip(
+        tmp_path / "export.zip", export_gen.export_xml(export_gen.minutes(export_gen.T0, 2000))
+    )
+    _aside(local)
+    local.settings = replace(local.settings, fold_step_points=500)
+    stored = importer.archive_export(
+        importer.inspect(path, max_bytes=local.settings.max_import_bytes),
+        local.journal,
+        local.archive,
+        account_id=local.account.id,
+    )
+    killed: list[int] = []
+
+    def kill_the_reader(step: importer.ImportProgress) -> None:
+        if not killed:
+            (reader,) = _readers()
+            os.kill(reader, signal.SIGKILL)
+            killed.append(reader)
+
+    first = importer.fold_import(
+        local.journal, local.archive, local.settings, stored.delivery_id, progress=kill_the_reader
+    )
+    assert killed and first is not None
+    assert (first.klass, first.reason) == (OutcomeClass.DEFERRED, "ReaderDied")
+    halfway = local.journal.get_delivery(stored.delivery_id)
+    assert halfway is not None and halfway.fold_position > 0
+    assert halfway.attempts == 1  # counted: a crash, not a circumstance that passed
+    assert _readers() == []  # and nothing is left running
+
+    second = importer.fold_import(local.journal, local.archive, local.settings, stored.delivery_id)
+    assert second is not None and second.klass is OutcomeClass.PARSED
+    assert showcase(local.journal) == read_directly(path)
+
+
+def test_a_progress_hook_that_fails_does_not_fail_the_import(local: Stores, tmp_path: Path) -> None:
+    path = export_gen.fixture_zip(tmp_path / "export.zip")
+
+    def broken(step: importer.ImportProgress) -> None:
+        if step.phase == "fold":
+            raise RuntimeError("a progress bar's bug")
+
+    report = local.import_(path, progress=broken)
+    assert report.status is ParseStatus.PARTIAL and report.failure is None

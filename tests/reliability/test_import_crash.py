@@ -199,7 +199,11 @@ def test_an_import_killed_at_several_moments_resumes_to_a_clean_fold(
 ) -> None:
     rng = random.Random(SEED)
     db, delivery_id, clean_db = _imported(tmp_path)
-    env = _env(tmp_path, db, HEALTHLOG_MAX_FOLD_ATTEMPTS="20")
+    # the export read in a process of its own, as a large one is: a kill of the group
+    # takes both
+    env = _env(
+        tmp_path, db, HEALTHLOG_MAX_FOLD_ATTEMPTS="20", HEALTHLOG_FOLD_READER_PROCESS_BYTES="0"
+    )
     # the moments: right after the start; once 1, 2, 5 further steps are committed; at
     # random moments; and again, until the fold ends on its own
     plan: list[str | int] = [

@@ -45,6 +45,9 @@ class PlayOptions:
     #: import does (Settings.max_import_bytes): a body put in the archive some other way
     #: must not fold for ever
     max_expanded: int = 32 * 1024**3
+    #: a fold in steps reads an export.xml at least this large in a process of its own,
+    #: beside its writes (``healthlog.applehealth.aside``)
+    aside_bytes: int = 16 * 1024**2
 
 
 class Player:
@@ -114,6 +117,7 @@ class Player:
                     delivery,
                     step_points=self._options.step_points,
                     max_expanded=self._options.max_expanded,
+                    aside_bytes=self._options.aside_bytes,
                     deadline_s=self._options.deadline_s,
                     clock=self._clock,
                     stop=stop,
@@ -184,7 +188,8 @@ class Player:
                 except Exception:
                     # nothing to write the outcome with: "not done", stay pending
                     klass, reason = _classify(OutcomeWriteFailed())
-            if attempt_open:
+            if attempt_open and not getattr(exc, "crash", False):
+                # a process of the fold's that died (ReaderDied) is a crash: counted
                 self._release(delivery_id)
             return self._done(delivery_id, klass, uncovered, 0, reason, started)
 

@@ -25,6 +25,7 @@ def make_player(journal: Journal, archive: Archive, settings: Settings) -> Playe
         max_attempts=settings.max_fold_attempts,
         step_points=settings.fold_step_points,
         max_expanded=settings.max_import_bytes,
+        aside_bytes=settings.fold_reader_process_bytes,
     )
     return Player(journal, archive, options)
 
