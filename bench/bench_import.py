@@ -8,8 +8,10 @@ for each, in fresh processes:
 * **the import**: ``healthlog.importer.import_export`` of the zip into a fresh SQLite
   journal and local archive (the embedded default): checked, archived (copied, fsynced),
   journalled, and folded in steps of ``HEALTHLOG_FOLD_STEP_POINTS`` (the default,
-  50 000 points): every point upserted under its layer with the day counts and extents;
-  timed whole and per phase, its peak RSS (``ru_maxrss``);
+  50 000 points): every point upserted under its layer with the day counts and extents,
+  the XML parsed in a process of its own beside the writes (16 MB and more, the
+  default); timed whole and per phase, the peak RSS (``ru_maxrss``) of the import's
+  process and of its reader's;
 * **the floor**, the least any import of these bytes must do: a bare
   ``lxml.etree.iterparse`` of the same ``export.xml`` from the same zip (every element
   cleared, nothing built), plus an ``executemany`` of the same rows (the showcase's
@@ -77,6 +79,8 @@ print(json.dumps({
     "points": report.points,
     "records": report.records,
     "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    # the process that read export.xml beside the writes (an export of 16 MB and more)
+    "reader_peak_rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
 }))
 """
 
@@ -186,6 +190,7 @@ def case(folder: Path, mb: float) -> dict[str, Any]:
         "floor_records_per_s": round(records / floor_s),
         "ratio": round(floor_s / done["import_s"], 3),
         "import_peak_rss_mb": round(done["peak_rss_kib"] / 1024, 1),
+        "reader_peak_rss_mb": round(done["reader_peak_rss_kib"] / 1024, 1),
         "floor_peak_rss_mb": round(floor["peak_rss_kib"] / 1024, 1),
     }
 
@@ -205,6 +210,7 @@ def main() -> None:
             cases.append(case(folder, mb))
     small, big = cases
     growth = round(big["import_peak_rss_mb"] - small["import_peak_rss_mb"], 1)
+    reader_growth = round(big["reader_peak_rss_mb"] - small["reader_peak_rss_mb"], 1)
     emit(
         {
             "benchmark": "import",
@@ -213,8 +219,10 @@ def main() -> None:
             "cases": cases,
             "ratio": big["ratio"],
             "rss_growth_mb": growth,
+            "reader_rss_growth_mb": reader_growth,
             "targets": {"ratio": TARGET_RATIO, "rss_growth_mb": TARGET_RSS_MB},
-            "meets_target": big["ratio"] >= TARGET_RATIO and abs(growth) <= TARGET_RSS_MB,
+            "meets_target": big["ratio"] >= TARGET_RATIO
+            and max(abs(growth), abs(reader_growth)) <= TARGET_RSS_MB,
         }
     )
 

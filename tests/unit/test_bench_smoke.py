@@ -153,8 +153,10 @@ def test_import_benchmark_reports_the_whole_import_against_a_parse_and_insert_fl
         for key in ("import_s", "import_records_per_s", "floor_s", "floor_records_per_s",
                     "ratio", "import_peak_rss_mb", "floor_peak_rss_mb"):  # fmt: skip
             assert case[key] > 0, key
+        assert case["reader_peak_rss_mb"] >= 0  # 0: read in the import's own process
         assert set(case["import_breakdown_s"]) == {"check_and_archive", "fold"}
         assert set(case["floor_breakdown_s"]) == {"iterparse", "executemany"}
     assert report["ratio"] == big["ratio"]
     assert isinstance(report["rss_growth_mb"], int | float)
+    assert isinstance(report["reader_rss_growth_mb"], int | float)
     assert isinstance(report["meets_target"], bool)
