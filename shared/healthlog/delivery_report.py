@@ -139,3 +139,36 @@ def reconcile_text(data: Mapping[str, Any]) -> str:
         f"already journalled: {data['present']:,}; skipped: {data['skipped']:,}; "
         f"leftovers of interrupted writes removed: {data['swept']:,}"
     )
+
+
+def import_text(data: Mapping[str, Any]) -> str:
+    """What ``healthlog import`` did, for a person: where it is and what it folded."""
+    size_mb = data["size"] / 1_000_000
+    lines = [f"stored as delivery {data['delivery_id']} ({size_mb:,.1f} MB, {data['kind']})"]
+    if data["outcome"] is None:
+        lines.append(
+            f"status: {data['status']} (not folded now: the next fold pass folds it,"
+            " or run `healthlog fold`)"
+        )
+    else:
+        lines.append(
+            f"status: {data['status']}; points: {data['points']:,}; records: {data['records']:,}"
+        )
+    if data["status"] == "pending" and data["outcome"] is not None:
+        lines.append("the fold paused at its time budget: the next pass goes on from there")
+    if data["uncovered"]:
+        kinds = ", ".join(
+            f"{shown(name)} ({count:,})" for name, count in sorted(data["uncovered"].items())
+        )
+        lines.append(f"kept but not read yet (types, elements): {kinds}")
+    if data["unreadable"]:
+        total = sum(data["unreadable"].values())
+        lines.append(f"elements that could not be read: {total:,} (--json lists them by type)")
+    if data["cut"]:
+        lines.append(
+            "the export is cut short: what was read is folded, the rest could not be read"
+            f" ({shown(str(data['cut']))})"
+        )
+    if data["failure"]:
+        lines.append(f"failure: {shown(str(data['failure']))}")
+    return "\n".join(lines)
