@@ -580,3 +580,17 @@ def test_a_progress_hook_that_fails_does_not_fail_the_import(local: Stores, tmp_
 
     report = local.import_(path, progress=broken)
     assert report.status is ParseStatus.PARTIAL and report.failure is None
+
+
+def test_the_fold_refuses_an_export_over_the_limit_whatever_put_it_in_the_archive(
+    local: Stores, tmp_path: Path
+) -> None:
+    path = export_gen.fixture_zip(tmp_path / "export.zip", *export_gen.minutes(export_gen.T0, 50))
+    report = local.import_(path, fold=False)  # within the limit when it came
+    smaller = replace(local.settings, max_import_bytes=10_000)
+    outcome = importer.fold_import(local.journal, local.archive, smaller, report.delivery_id)
+    assert outcome is not None and (outcome.klass, outcome.reason) == (
+        OutcomeClass.FAILED,
+        "unreadable",
+    )
+    assert local.journal.summary().points == 0

@@ -218,6 +218,9 @@ class StepFold:
                 reading: ExportReading | AsideReading = read_export(
                     path, batch_points=self._step_points, resume=self.position
                 )
+                if reading.xml_size > self._max_expanded:
+                    reading.close()
+                    raise UnreadableBody("the export's export.xml is over the import limit")
                 if reading.xml_size >= self._aside_bytes:
                     # large: parsed in a process of its own while this one writes
                     reading.close()
@@ -225,8 +228,6 @@ class StepFold:
             except ExportUnreadable as exc:
                 raise UnreadableBody(str(exc)) from None
             with reading:
-                if reading.xml_size > self._max_expanded:
-                    raise UnreadableBody("the export's export.xml is over the import limit")
                 self.state.xml_size = reading.xml_size
                 return self._steps(reading, ExportCut, ExportUnreadable)
 
