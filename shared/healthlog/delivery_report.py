@@ -79,13 +79,14 @@ def delivery_dict(d: Delivery) -> dict[str, Any]:
         "status": d.status.value,
         "size": d.size,
         "points": d.points,
+        "records": d.records,
         "uncovered": list(d.uncovered),
         "failure": d.failure,
         "attempts": d.attempts,
     }
 
 
-_HEAD = ("received (UTC)", "id", "status", "size", "points", "uncovered", "failure")
+_HEAD = ("received (UTC)", "id", "status", "size", "points", "records", "uncovered", "failure")
 
 
 def deliveries_text(rows: Sequence[Delivery]) -> str:
@@ -99,13 +100,14 @@ def deliveries_text(rows: Sequence[Delivery]) -> str:
             d.status.value,
             f"{d.size:,} B",
             f"{d.points:,}",
+            f"{d.records:,}",
             shown(",".join(d.uncovered)) or "-",
             d.failure or "-",
         )
         for d in rows
     ]
     widths = [max(len(r[i]) for r in [_HEAD, *table]) for i in range(len(_HEAD))]
-    right = {3, 4}
+    right = {3, 4, 5}
     return "\n".join(
         "  ".join(
             c.rjust(w) if i in right else c.ljust(w)

@@ -88,6 +88,8 @@ class Delivery:
     fold_position: int = 0
     #: that fold's own account of what it found so far (JSON text), kept with its outcome
     fold_state: str | None = None
+    #: the records (workouts, ECGs, ...) it brought, beside its ``points``
+    records: int = 0
 
     @property
     def cursor(self) -> Cursor:
@@ -99,8 +101,8 @@ class Step:
     """One step of a fold in steps (docs/architecture.md, "Folds in steps").
 
     The fold resumed after ``after`` of the body's units and this step reaches
-    ``position``; ``points`` counts what every step of the fold wrote, this one
-    included; ``state`` is the fold's own account of what it found so far (JSON text),
+    ``position``; ``points`` (and ``records``) count what every step of the fold wrote,
+    this one included; ``state`` is the fold's own account of what it found so far (JSON text),
     committed with the step so that a fold resumed after it goes on with it.
     """
 
@@ -108,6 +110,7 @@ class Step:
     position: int
     points: int
     state: str
+    records: int = 0
 
 
 class Point(NamedTuple):

@@ -206,3 +206,32 @@ def test_steps_carry_records_with_their_series(seed: Seed, journal: Journal) -> 
     )  # fmt: skip
     found = {r.record.identity: r.record.items for r in journal.export_records()}
     assert found == {"a": (fix(0, 1.0), fix(1, 2.0)), "b": (fix(0, 3.0),)}
+
+
+def test_a_delivery_counts_the_records_it_brought_in_one_step_or_many(seed: Seed) -> None:
+    journal = seed.journal
+    account = seed.account()
+    once = seed.delivery(account)
+    journal.write_outcome(
+        once.id, expected=PENDING, status=PARSED, uncovered=(), failure=None,
+        points=[point(DAYS[0])], records=[record("a"), record("b", "{}", fix(0, 1.0))],
+    )  # fmt: skip
+    stored = journal.get_delivery(once.id)
+    assert stored is not None and (stored.points, stored.records) == (1, 2)
+
+    stepped = seed.delivery(account)
+    first = Step(after=0, position=1, points=0, state="{}", records=2)
+    journal.write_step(
+        stepped.id, expected=PENDING, step=first, points=[], records=[record("c"), record("d")]
+    )
+    halfway = journal.get_delivery(stepped.id)
+    assert halfway is not None and (halfway.status, halfway.records) == (PENDING, 2)
+    last = Step(after=1, position=2, points=1, state="{}", records=3)
+    journal.write_outcome(
+        stepped.id, expected=PENDING, status=PARSED, uncovered=(), failure=None,
+        points=[point(DAYS[1])], records=[record("e")], step=last,
+    )  # fmt: skip
+    done = journal.get_delivery(stepped.id)
+    assert done is not None and (done.status, done.points, done.records) == (PARSED, 1, 3)
+    listed = {d.id: d.records for d in journal.deliveries(account_id=account.id)}
+    assert listed == {once.id: 2, stepped.id: 3}

@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 from healthlog import cli, ranges
 from healthlog.journal.sqlite import SqliteJournal
 
-from tests.conftest import Phone, metrics_body
+from tests.conftest import SAMPLES, Phone, metrics_body
 from tests.unit.test_cli import env, phone_for
 
 __all__ = ["env"]  # the fixture, imported for this module's tests
@@ -302,12 +302,24 @@ def test_export_into_a_closed_pipe_stops_quietly(folded: Phone, env: Path) -> No
 def test_deliveries_have_a_header_and_replay_says_yes_or_no(folded: Phone) -> None:
     lines = ok("deliveries").splitlines()
     assert lines[0].split() == ["received", "(UTC)", "id", "status", "size", "points",
-                                "uncovered", "failure"]  # fmt: skip
+                                "records", "uncovered", "failure"]  # fmt: skip
     assert len(lines) == 3
     text = ok("replay", "--all")
     assert "showcase changed: no" in text and "False" not in text
     result = invoke("replay", "--all", "--status", "parsed")
     assert result.exit_code == 2 and "one of --all, --status" in result.stderr
+
+
+def test_a_workouts_delivery_counts_its_records(folded: Phone) -> None:
+    """Not "0 points" and nothing else: its workouts are counted beside its points."""
+    workouts = SAMPLES / "workouts_v1_walking_route-latlon_elevation_2021_irvinlim-test.json"
+    delivery = folded.send(workouts.read_bytes())
+    ok("fold")
+    (row,) = [d for d in ok("deliveries", "--json") if d["id"] == delivery]
+    held = folded.journal.export_records(account_id=folded.account.id, with_items=False)
+    assert row["records"] == sum(1 for r in held if r.delivery_id == delivery) > 0
+    (line,) = [line for line in ok("deliveries").splitlines() if delivery in line]
+    assert f" {row['points']:,} " in line and f" {row['records']:,} " in line
 
 
 def test_set_tz_takes_json(env: Path) -> None:

@@ -184,6 +184,8 @@ def test_deliveries_one_delivery_and_its_body(
     body = alice.get(str(one["body_url"]))
     assert body.status_code == 200
     assert body.data == b'{"data": not json}'
+    # streamed from the archive's file (an import runs to gigabytes), its length known
+    assert body.headers["Content-Length"] == str(len(body.data))
     assert body.headers["Content-Disposition"] == f'attachment; filename="{one["id"]}.json"'
     assert body.headers["X-Content-Type-Options"] == "nosniff"
     get(alice, "/api/deliveries/nope", 404)

@@ -482,6 +482,29 @@ def test_migration_0007_counts_the_points_folded_before_it_per_local_day(
     journal.close()
 
 
+def test_migration_0009_counts_the_records_each_folded_delivery_holds(tmp_path: Path) -> None:
+    """What a layer holds is the best there is of what an older delivery brought."""
+    path = str(tmp_path / "j.db")
+    journal = SqliteJournal(path)
+    journal.migrate(target=8)
+    account = journal.add_account("alice", "hash")
+    folded, waiting = (new_delivery(account, T0 + timedelta(seconds=n)) for n in (1, 2))
+    for delivery in (folded, waiting):
+        journal.insert_delivery(delivery)
+    with raw(path) as conn:  # what a fold at version 8 left: two workouts of the first
+        conn.execute("UPDATE deliveries SET status = 'parsed' WHERE id = ?", (folded.id,))
+        conn.executemany(
+            "INSERT INTO records (account_id, section, identity, body, layer_received_at,"
+            " layer_id) VALUES (?, 'workouts', ?, '{}', 'r', ?)",
+            [(account.id, "w1", folded.id), (account.id, "w2", folded.id)],
+        )
+        conn.commit()
+    journal.migrate()
+    counted = {d.id: d.records for d in journal.deliveries()}
+    journal.close()
+    assert counted == {folded.id: 2, waiting.id: 0}
+
+
 @given(
     at=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
     offset=st.one_of(st.none(), st.integers(min_value=-1440, max_value=1440)),

@@ -7,7 +7,7 @@ carry no offset), half open: ``start`` inclusive, ``end`` exclusive.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -307,15 +307,7 @@ def records(section: str) -> Any:
 # --- deliveries -------------------------------------------------------------------------------
 
 
-def records_held(r: reads.Reads) -> Counter[str]:
-    """Per delivery, the records whose row its layer holds now (the newest that sent it)."""
-    return Counter(
-        stored.delivery_id
-        for stored in r.journal.export_records(account_id=r.account.id, with_items=False)
-    )
-
-
-def delivery_dict(d: Delivery, records: int, *, full: bool = False) -> dict[str, Any]:
+def delivery_dict(d: Delivery, *, full: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": d.id,
         "received_at": d.received_at.isoformat(),
@@ -323,7 +315,7 @@ def delivery_dict(d: Delivery, records: int, *, full: bool = False) -> dict[str,
         "size": d.size,
         "content_type": d.content_type,
         "points": d.points,
-        "records": records,
+        "records": d.records,
         "uncovered": list(d.uncovered),
         "failure": d.failure,
     }
@@ -352,8 +344,7 @@ def deliveries() -> Any:
     rows = r.journal.deliveries(
         status=chosen, account_id=r.account.id, limit=limit, newest_first=True
     )
-    held = records_held(r)
-    return {"deliveries": [delivery_dict(d, held[d.id]) for d in rows]}
+    return {"deliveries": [delivery_dict(d) for d in rows]}
 
 
 @api.get("/deliveries/<delivery_id>")
@@ -361,25 +352,44 @@ def delivery(delivery_id: str) -> Any:
     """One delivery: headers as stored, outcome, failure class, uncovered keys, points."""
     r = _reads()
     found = r.delivery(delivery_id)
-    return delivery_dict(found, records_held(r)[found.id], full=True)
+    return delivery_dict(found, full=True)
 
 
-_EXTENSIONS = {"application/json": "json", "text/csv": "csv"}
+_EXTENSIONS = {
+    "application/json": "json",
+    "text/csv": "csv",
+    "application/vnd.healthlog.apple-health-export+zip": "zip",
+    "application/vnd.healthlog.apple-health-export+xml": "xml",
+}
 
 
 @api.get("/deliveries/<delivery_id>/body")
 def delivery_body(delivery_id: str) -> Any:
-    """The delivery's body as archived (gzip taken off), as a download."""
+    """The delivery's body as archived (gzip taken off), as a download.
+
+    Streamed from a file in 1 MiB chunks: an import of the Health app's export runs to
+    gigabytes, which must not be read into memory (S3: a private temporary copy).
+    """
     d = _reads().delivery(delivery_id)
+    archive = _archive()
     try:
-        body = _archive().read(d.archive_key)
+        size = archive.size(d.archive_key)
     except BodyMissing:
         raise DashboardError(404, "the archive has no body under this delivery's key") from None
     except ArchiveUnavailable:
         raise DashboardError(503, "the archive could not be read; try again") from None
     extension = _EXTENSIONS.get(d.content_type.split(";")[0].strip().lower(), "bin")
     return Response(
-        body,
+        _chunks(archive, d.archive_key),
         mimetype="application/octet-stream",
-        headers={"Content-Disposition": f'attachment; filename="{d.id}.{extension}"'},
+        headers={
+            "Content-Disposition": f'attachment; filename="{d.id}.{extension}"',
+            "Content-Length": str(size),
+        },
     )
+
+
+def _chunks(archive: Archive, key: str) -> Iterator[bytes]:
+    with archive.local_file(key) as path, open(path, "rb") as body:
+        while chunk := body.read(1 << 20):
+            yield chunk

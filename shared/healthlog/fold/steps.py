@@ -312,7 +312,11 @@ class StepFold:
     def _write(self, batch: Batch, snapshot: _Snapshot, *, last: bool) -> Folded:
         state = self._counted((batch, snapshot))
         step = Step(
-            after=self.position, position=batch.position, points=state.points, state=state.to_json()
+            after=self.position,
+            position=batch.position,
+            points=state.points,
+            state=state.to_json(),
+            records=state.records,
         )
         keys = state.keys()
         status = status_for(failed=False, uncovered=keys)
@@ -359,7 +363,13 @@ class StepFold:
         keys = tuple(sorted(set(uncovered) | set(self.state.keys())))
         step = None
         if self.position or self.expected is not self._delivery.status:
-            step = Step(self.position, self.position, self.state.points, self.state.to_json())
+            step = Step(
+                self.position,
+                self.position,
+                self.state.points,
+                self.state.to_json(),
+                self.state.records,
+            )
         self._journal.write_outcome(
             self._delivery.id,
             expected=self.expected,

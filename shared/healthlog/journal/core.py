@@ -434,12 +434,15 @@ class SqlJournal:
             "uncovered": orjson.dumps(bounded_keys(uncovered)).decode(),
             "failure": failure,
             "points": len(points),
+            "records": len(records),
             "folded_at": to_text(ids.now()),
         }
         statement = "write_outcome"
         if step is not None:
             statement = "write_last_step"
-            params.update(points=step.points, after=step.after, state=step.state)
+            params.update(
+                points=step.points, records=step.records, after=step.after, state=step.state
+            )
         self._write_layer(statement, params, expected, step, points, records)
 
     def write_step(
@@ -458,6 +461,7 @@ class SqlJournal:
             "position": step.position,
             "state": step.state,
             "points": step.points,
+            "records": step.records,
         }
         self._write_layer("write_step", params, expected, step, points, records)
 

@@ -112,7 +112,7 @@ def account(row: Sequence[Any]) -> Account:
 def delivery(row: Sequence[Any]) -> Delivery:
     """A delivery from the columns of the ``get_delivery`` statement."""
     (id_, account_id, received_at, archive_key, size, content_type, status, uncovered) = row[:8]
-    points, attempts, failure, folded_at, headers, fold_position, fold_state = row[8:]
+    points, attempts, failure, folded_at, headers, fold_position, fold_state, records = row[8:]
     return Delivery(
         id=id_,
         account_id=account_id,
@@ -129,6 +129,7 @@ def delivery(row: Sequence[Any]) -> Delivery:
         headers=tuple((name, value) for name, value in orjson.loads(headers)),
         fold_position=int(fold_position),
         fold_state=fold_state,
+        records=int(records),
     )
 
 

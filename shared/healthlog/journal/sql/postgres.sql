@@ -92,7 +92,7 @@ SELECT id, account_id,
        to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
        failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       headers::text, fold_position, fold_state
+       headers::text, fold_position, fold_state, records
 FROM deliveries WHERE id = %(id)s
 
 -- begin_attempt --
@@ -111,7 +111,8 @@ UPDATE deliveries SET attempts = greatest(attempts - 1, 0) WHERE id = %(id)s
 UPDATE deliveries
 SET status = %(status)s,
     uncovered = ARRAY(SELECT jsonb_array_elements_text(%(uncovered)s::jsonb)),
-    failure = %(failure)s, points = %(points)s, attempts = 0, folded_at = %(folded_at)s,
+    failure = %(failure)s, points = %(points)s, records = %(records)s, attempts = 0,
+    folded_at = %(folded_at)s,
     fold_position = 0, fold_state = NULL
 WHERE id = %(id)s AND status = %(expected)s
 RETURNING account_id,
@@ -124,7 +125,7 @@ RETURNING account_id,
 -- row: a guard failed). Locks the row as write_outcome does.
 UPDATE deliveries
 SET status = 'pending', fold_position = %(position)s, fold_state = %(state)s,
-    points = %(points)s, attempts = 1
+    points = %(points)s, records = %(records)s, attempts = 1
 WHERE id = %(id)s AND status = %(expected)s AND fold_position = %(after)s
 RETURNING account_id,
           to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
@@ -136,7 +137,8 @@ RETURNING account_id,
 UPDATE deliveries
 SET status = %(status)s,
     uncovered = ARRAY(SELECT jsonb_array_elements_text(%(uncovered)s::jsonb)),
-    failure = %(failure)s, points = %(points)s, attempts = 0, folded_at = %(folded_at)s,
+    failure = %(failure)s, points = %(points)s, records = %(records)s, attempts = 0,
+    folded_at = %(folded_at)s,
     fold_position = 0, fold_state = %(state)s
 WHERE id = %(id)s AND status = %(expected)s AND fold_position = %(after)s
 RETURNING account_id,
@@ -152,7 +154,7 @@ SELECT id, account_id,
        to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
        failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       headers::text, fold_position, fold_state
+       headers::text, fold_position, fold_state, records
 FROM deliveries
 WHERE true /*and*/
 ORDER BY received_at /*order*/, id /*order*/

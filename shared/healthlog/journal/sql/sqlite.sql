@@ -75,7 +75,8 @@ SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE status = 'pe
 -- get_delivery --
 -- One delivery with every column the port has.
 SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
-       points, attempts, failure, folded_at, headers, fold_position, fold_state
+       points, attempts, failure, folded_at, headers, fold_position, fold_state,
+       records
 FROM deliveries WHERE id = :id
 
 -- begin_attempt --
@@ -90,6 +91,7 @@ UPDATE deliveries SET attempts = max(attempts - 1, 0) WHERE id = :id
 -- The outcome, guarded by the expected status; returns the layer (no row: guard failed).
 UPDATE deliveries
 SET status = :status, uncovered = :uncovered, failure = :failure, points = :points,
+    records = :records,
     attempts = 0, folded_at = :folded_at, fold_position = 0, fold_state = NULL
 WHERE id = :id AND status = :expected
 RETURNING account_id, received_at
@@ -101,6 +103,7 @@ RETURNING account_id, received_at
 -- row: a guard failed).
 UPDATE deliveries
 SET status = 'pending', fold_position = :position, fold_state = :state, points = :points,
+    records = :records,
     attempts = 1
 WHERE id = :id AND status = :expected AND fold_position = :after
 RETURNING account_id, received_at
@@ -111,6 +114,7 @@ RETURNING account_id, received_at
 -- the delivery's report.
 UPDATE deliveries
 SET status = :status, uncovered = :uncovered, failure = :failure, points = :points,
+    records = :records,
     attempts = 0, folded_at = :folded_at, fold_position = 0, fold_state = :state
 WHERE id = :id AND status = :expected AND fold_position = :after
 RETURNING account_id, received_at
@@ -122,7 +126,8 @@ SELECT status FROM deliveries WHERE id = :id
 -- deliveries --
 -- The deliveries listing, under the core's filters, oldest or newest first.
 SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
-       points, attempts, failure, folded_at, headers, fold_position, fold_state
+       points, attempts, failure, folded_at, headers, fold_position, fold_state,
+       records
 FROM deliveries
 WHERE true /*and*/
 ORDER BY received_at /*order*/, id /*order*/
