@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from datetime import tzinfo
+from datetime import timedelta, tzinfo
 from importlib import metadata
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -113,6 +113,24 @@ class ZoneName(click.ParamType[Any]):
             return accounts.check_zone(str(value))
         except HealthlogError as exc:
             self.fail(f"{exc}, such as Europe/Berlin", param, ctx)
+
+
+class AgeType(click.ParamType[Any]):
+    """``--older-than``: an amount of time ago, ``healthlog.ranges``'s relative form
+    (``90d``, ``12w``, ``36h``); more than nothing."""
+
+    name = "AGE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, timedelta):
+            return value
+        try:
+            bound = ranges.parse(str(value))
+        except ranges.BadBound:
+            bound = None
+        if bound is None or bound.ago is None or bound.ago <= timedelta(0):
+            self.fail(f"{str(value)!r} is not an age (forms: 90d, 12w, 36h, 30m)", param, ctx)
+        return bound.ago
 
 
 PORT = click.IntRange(1, 65535)
@@ -682,8 +700,14 @@ def status(account: str | None, token: str | None, as_json: bool) -> None:
 
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
-        summary = opened.journal.summary(accounts.find_id(opened.journal, chosen))
-    emit(as_json, delivery_report.status_dict(summary), delivery_report.status_text(summary))
+        account_id = accounts.find_id(opened.journal, chosen)
+        summary = opened.journal.summary(account_id)
+        removed = opened.journal.count_removed_bodies(account_id)
+    emit(
+        as_json,
+        delivery_report.status_dict(summary, removed),
+        delivery_report.status_text(summary, removed),
+    )
 
 
 @cli.command()
@@ -697,19 +721,22 @@ def deliveries(
 ) -> None:
     """List the deliveries, newest first."""
     from healthlog import delivery_report, store
+    from healthlog.retention import removed_ids
 
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
+        account_id = accounts.find_id(opened.journal, chosen)
         rows = opened.journal.deliveries(
             status=ParseStatus(status_) if status_ else None,
-            account_id=accounts.find_id(opened.journal, chosen),
+            account_id=account_id,
             limit=limit,
             newest_first=True,
         )
+        removed = frozenset(removed_ids(opened.journal, account_id))
     emit(
         as_json,
-        [delivery_report.delivery_dict(d) for d in rows],
-        delivery_report.deliveries_text(rows),
+        [delivery_report.delivery_dict(d, d.id in removed) for d in rows],
+        delivery_report.deliveries_text(rows, removed),
     )
 
 
@@ -805,6 +832,40 @@ def reconcile(as_json: bool) -> None:
         report = reconciling.reconcile(opened.journal, opened.archive, progress=bar.update)
     data = report.as_dict()
     emit(as_json, data, delivery_report.reconcile_text(data))
+
+
+@cli.command()
+@click.option("--older-than", "older_than", type=AgeType(), required=True,
+              help="Remove parsed deliveries' bodies received longer ago: 90d, 12w.")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Count what would be removed; remove nothing.")
+@json_option
+def retention(older_than: timedelta, dry_run: bool, as_json: bool) -> None:
+    """Delete the archived bodies of parsed deliveries older than an age.
+
+    Never a partial, failed or pending delivery's body (a later parser or a retry needs
+    it). The journal keeps the row and marks the body removed before it is deleted, and
+    the showcase keeps what it brought; replay and a rebuild from the archive skip it.
+    docs/operations.md, "Retention".
+    """
+    from healthlog import delivery_report, progress, store
+    from healthlog.retention import retain
+
+    settings = obtain_settings()
+    unit = "bodies found" if dry_run else "bodies removed"
+    bar = progress.Progress("retention", unit, enabled=progress.shown_to_person(as_json))
+    with (
+        store.opened(settings, "write", archive=True) as opened,
+        bar,
+        # the fold lock, like replay: no replay reads a body while it is deleted
+        opened.journal.fold_lock(wait_s=settings.pass_budget_s * 2) as held,
+    ):
+        if not held:
+            raise HealthlogError("a fold pass kept the journal's fold lock; try again")
+        report = retain(
+            opened.journal, opened.archive, older_than, dry_run=dry_run, progress=bar.update
+        )
+    data = report.as_dict()
+    emit(as_json, data, delivery_report.retention_text(data))
 
 
 @cli.command("import")

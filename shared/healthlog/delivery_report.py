@@ -23,7 +23,7 @@ def yes_no(value: bool | None) -> str:
     return "-" if value is None else ("yes" if value else "no")
 
 
-def status_dict(summary: Summary) -> dict[str, Any]:
+def status_dict(summary: Summary, bodies_removed: int = 0) -> dict[str, Any]:
     age = None
     if summary.oldest_pending is not None:
         age = round((ids.now() - summary.oldest_pending).total_seconds(), 3)
@@ -36,11 +36,12 @@ def status_dict(summary: Summary) -> dict[str, Any]:
         "points": summary.points,
         "records": summary.records,
         "failures": summary.failures,
+        "bodies_removed": bodies_removed,
     }
 
 
-def status_text(summary: Summary) -> str:
-    data = status_dict(summary)
+def status_text(summary: Summary, bodies_removed: int = 0) -> str:
+    data = status_dict(summary, bodies_removed)
     lines = [
         "deliveries: " + ", ".join(f"{k} {v:,}" for k, v in summary.counts.items()),
         f"backlog: {summary.backlog:,}"
@@ -63,6 +64,11 @@ def status_text(summary: Summary) -> str:
             f"  {summary.failures[CRASHED]} crashed: their folds killed the process, their last"
             " try alone too; after a fix, re-fold them: healthlog replay --failure crashed"
         )
+    if bodies_removed:
+        lines.append(
+            f"bodies removed by retention: {bodies_removed:,} (parsed deliveries; their"
+            " showcase stays, replay and a rebuild from the archive skip them)"
+        )
     if summary.uncovered:
         lines.append(
             "uncovered keys: "
@@ -71,7 +77,7 @@ def status_text(summary: Summary) -> str:
     return "\n".join(lines)
 
 
-def delivery_dict(d: Delivery) -> dict[str, Any]:
+def delivery_dict(d: Delivery, body_removed: bool = False) -> dict[str, Any]:
     return {
         "id": d.id,
         "account_id": d.account_id,
@@ -83,14 +89,18 @@ def delivery_dict(d: Delivery) -> dict[str, Any]:
         "uncovered": list(d.uncovered),
         "failure": d.failure,
         "attempts": d.attempts,
+        "body_removed": body_removed,
     }
 
 
-_HEAD = ("received (UTC)", "id", "status", "size", "points", "records", "uncovered", "failure")
+_HEAD = (
+    "received (UTC)", "id", "status", "size", "points", "records", "uncovered", "failure", "body",
+)  # fmt: skip
 
 
-def deliveries_text(rows: Sequence[Delivery]) -> str:
-    """A table with a header: one delivery a line, newest first as given."""
+def deliveries_text(rows: Sequence[Delivery], removed: frozenset[str] = frozenset()) -> str:
+    """A table with a header: one delivery a line, newest first as given; ``body`` says
+    ``removed`` for those whose bodies retention removed (``removed`` holds their ids)."""
     if not rows:
         return "no deliveries"
     table = [
@@ -103,6 +113,7 @@ def deliveries_text(rows: Sequence[Delivery]) -> str:
             f"{d.records:,}",
             shown(",".join(d.uncovered)) or "-",
             d.failure or "-",
+            "removed" if d.id in removed else "kept",
         )
         for d in rows
     ]
@@ -129,10 +140,17 @@ def replay_text(data: Mapping[str, Any]) -> str:
     dry = bool(data["dry_run"])
     verb = "would re-fold" if dry else "re-folded"
     changed = "" if dry else f"; showcase changed: {yes_no(data['showcase_changed'])}"
-    return (
+    text = (
         f"{verb} {data['selected']:,} deliveries: {_counts(data)}; "
         f"status changes {data['status_changes']:,}{changed}"
     )
+    gone = int(data.get("skipped_body_removed", 0))
+    if gone:
+        text += (
+            f"\nskipped {gone:,} whose bodies retention removed: nothing to re-fold,"
+            " their outcomes and showcase stay as they are"
+        )
+    return text
 
 
 def reconcile_text(data: Mapping[str, Any]) -> str:
@@ -141,6 +159,19 @@ def reconcile_text(data: Mapping[str, Any]) -> str:
         f"already journalled: {data['present']:,}; skipped: {data['skipped']:,}; "
         f"leftovers of interrupted writes removed: {data['swept']:,}"
     )
+
+
+def retention_text(data: Mapping[str, Any]) -> str:
+    before = f"parsed deliveries received before {data['before']}"
+    if data["dry_run"]:
+        lines = [f"would remove {data['due']:,} bodies of {before}; nothing removed"]
+    else:
+        lines = [f"removed {data['removed']:,} bodies of {before}"]
+        if data["kept"]:
+            lines.append(f"kept {data['kept']:,} that a replay made other than parsed meanwhile")
+    if data["removed_before"]:
+        lines.append(f"removed by earlier runs: {data['removed_before']:,}")
+    return "\n".join(lines)
 
 
 def import_text(data: Mapping[str, Any]) -> str:

@@ -77,6 +77,10 @@ class MemoryArchive:
     def sweep(self, older_than_s: float) -> int:
         return 0  # an abandoned writer holds its bytes in itself: nothing is left behind
 
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._bodies.pop(key, None)
+
     def close(self) -> None:
         self.closed = True
 
@@ -187,6 +191,10 @@ class FaultyArchive:
     def sweep(self, older_than_s: float) -> int:
         self._enter("sweep")
         return self.inner.sweep(older_than_s)
+
+    def delete(self, key: str) -> None:
+        self._enter("delete", fail=self.fail_write)
+        self.inner.delete(key)
 
     def close(self) -> None:
         self.calls["close"] += 1

@@ -338,3 +338,26 @@ def test_a_failing_read_covers_the_local_file() -> None:
     with pytest.raises(ArchiveUnavailable), faulty.local_file(KEY):
         pass
     assert faulty.calls["local_file"] == 1
+
+
+def test_a_deleted_body_is_gone_from_read_size_and_keys_and_others_stay(
+    archive: Archive,
+) -> None:
+    other = KEY.replace("0001.json", "0002.json")
+    archive.put(KEY, b"gone")
+    archive.put(other, b"kept")
+    archive.delete(KEY)
+    with pytest.raises(BodyMissing):
+        archive.read(KEY)
+    with pytest.raises(BodyMissing):
+        archive.size(KEY)
+    assert list(archive.keys()) == [other]
+    assert archive.read(other) == b"kept"
+
+
+def test_deleting_a_missing_key_is_no_error_so_a_second_run_finishes(archive: Archive) -> None:
+    archive.put(KEY, b"once")
+    archive.delete(KEY)
+    archive.delete(KEY)  # the run after a crash deletes again: nothing to do, no error
+    archive.delete(KEY.replace("0001.json", "0009.json"))  # never written at all
+    assert list(archive.keys()) == []

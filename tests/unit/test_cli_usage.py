@@ -302,7 +302,7 @@ def test_export_into_a_closed_pipe_stops_quietly(folded: Phone, env: Path) -> No
 def test_deliveries_have_a_header_and_replay_says_yes_or_no(folded: Phone) -> None:
     lines = ok("deliveries").splitlines()
     assert lines[0].split() == ["received", "(UTC)", "id", "status", "size", "points",
-                                "records", "uncovered", "failure"]  # fmt: skip
+                                "records", "uncovered", "failure", "body"]  # fmt: skip
     assert len(lines) == 3
     text = ok("replay", "--all")
     assert "showcase changed: no" in text and "False" not in text

@@ -220,6 +220,8 @@ def test_a_new_root_is_marked_and_an_unmarked_empty_one_is_unavailable(tmp_path:
         archive.size(KEY)
     with pytest.raises(ArchiveUnavailable):
         list(archive.keys())
+    with pytest.raises(ArchiveUnavailable):
+        archive.delete(KEY)  # retention must not count a hidden body as deleted
 
     mount.rmdir()
     (tmp_path / "away").rename(mount)  # mounted again: all there

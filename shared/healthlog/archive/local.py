@@ -132,6 +132,21 @@ class LocalArchive:
                 raise ArchiveUnavailable(f"archive sweep failed: {e.strerror}") from e
         return removed
 
+    def delete(self, key: str) -> None:
+        """Unlink the body, then fsync its folder so the removal survives a power cut."""
+        path = self._path(key)
+        self.check_root()  # an unmounted volume is unavailable, not "already deleted"
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return  # deleted before (a run that crashed before it said so): done
+        except OSError as e:
+            raise ArchiveUnavailable(f"archive delete failed: {e.strerror}") from e
+        try:
+            _fsync_dir(path.parent)
+        except OSError as e:
+            raise ArchiveUnavailable(f"archive fsync failed: {e.strerror}") from e
+
     def close(self) -> None:
         pass
 

@@ -58,6 +58,14 @@ class Archive(Protocol):
         how many leftovers were removed.
         """
 
+    def delete(self, key: str) -> None:
+        """Remove the committed body under ``key``, durably; a missing key is no error.
+
+        Only retention deletes (``healthlog retention``, only bodies the journal has
+        already marked removed), so running it again after a crash finishes the work.
+        Raises ArchiveUnavailable if the store fails.
+        """
+
     def close(self) -> None:
         """Release connections."""
 

@@ -168,6 +168,17 @@ class S3Archive:
                         removed += 1
         return removed
 
+    def delete(self, key: str) -> None:
+        """DeleteObject: S3 answers 204 whether or not the key was there.
+
+        Only the operator's retention run calls it; the functions' roles have no right
+        to (template.yaml), so in the cloud retention is the operator's or a lifecycle
+        rule's (docs/deploy.md, "Retention").
+        """
+        name = self._object_key(key)
+        with _translated("delete"):
+            self.client.delete_object(Bucket=self.bucket, Key=name)
+
     def close(self) -> None:
         if self._owns_client:
             self.client.close()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from healthlog.fold.player import Player
 from healthlog.journal.port import Journal
 from healthlog.model import ParseStatus, Tally
+from healthlog.retention import removed_ids
 
 
 @dataclass
@@ -17,6 +18,8 @@ class ReplayReport:
     status_changes: int = 0
     showcase_changed: bool | None = None  # None on a dry run
     dry_run: bool = False
+    #: chosen, but not re-folded: retention removed their bodies (their layers stay)
+    body_removed: int = 0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -25,6 +28,7 @@ class ReplayReport:
             "status_changes": self.status_changes,
             "showcase_changed": self.showcase_changed,
             "dry_run": self.dry_run,
+            "skipped_body_removed": self.body_removed,
         }
 
 
@@ -44,6 +48,10 @@ def replay(
     ``failure`` picks the failed deliveries of one class (``crashed``, ``deadline``...).
     A dry run reads and parses each body and reports what the outcomes would be,
     writing nothing. ``progress(done, total)`` is told after each delivery.
+
+    The deliveries whose bodies retention removed are skipped and counted: there is
+    nothing to fold again, their outcome and their layer in the showcase stay as they
+    are (never ``missing_body``).
     """
     if failure is not None:
         status = ParseStatus.FAILED
@@ -52,6 +60,11 @@ def replay(
     chosen = journal.deliveries(status=status, uncovered_key=uncovered_key, account_id=account_id)
     if failure is not None:
         chosen = [d for d in chosen if d.failure == failure]
+    gone = removed_ids(journal, account_id)
+    if gone:
+        kept = [d for d in chosen if d.id not in gone]
+        report.body_removed = len(chosen) - len(kept)
+        chosen = kept
     for done, delivery in enumerate(chosen, start=1):
         outcome = player.play(delivery.id, dry_run=dry_run)
         report.tally.add(outcome)

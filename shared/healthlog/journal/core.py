@@ -31,6 +31,7 @@ from healthlog.journal import rows
 from healthlog.journal.driver import Busy, Connection, Driver, Layer, Params
 from healthlog.journal.port import (
     BUCKETS,
+    BodyRef,
     Bucket,
     BucketRow,
     CatalogEntry,
@@ -85,6 +86,10 @@ STATEMENTS = (
     "delivery_status",
     "deliveries",
     "has_uncovered",
+    "retention_due",
+    "mark_body_removed",
+    "removed_bodies",
+    "count_removed_bodies",
     "summary_pending",
     "summary_settled",
     "summary_failures",
@@ -565,6 +570,47 @@ class SqlJournal:
         found = self._fetch(sql, params)
         return [rows.delivery(row) for row in found]
 
+    # --- retention ------------------------------------------------------------------------
+
+    def retention_due(self, before: datetime, after: Cursor, limit: int) -> list[BodyRef]:
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        params = {
+            "before": to_text(before),
+            "received_at": to_text(after.received_at),
+            "id": after.id,
+            "limit": limit,
+        }
+        return [_body_ref(row) for row in self._all("retention_due", params)]
+
+    def mark_bodies_removed(self, delivery_ids: Sequence[str], at: datetime) -> list[str]:
+        sql = self._sql["mark_body_removed"]
+        when = to_text(at)
+
+        def work(conn: Connection) -> list[str]:
+            marked = []
+            for delivery_id in delivery_ids:
+                if conn.execute(sql, {"id": delivery_id, "at": when}).rowcount == 1:
+                    marked.append(delivery_id)
+            return marked
+
+        return self._write(work)
+
+    def removed_bodies(
+        self, after: Cursor, limit: int, account_id: str | None = None
+    ) -> list[BodyRef]:
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        where, params = self._filters(account_id=account_id)
+        params.update(received_at=to_text(after.received_at), id=after.id, limit=limit)
+        sql = self._sql.render("removed_bodies", **{"and": where})
+        return [_body_ref(row) for row in self._fetch(sql, params)]
+
+    def count_removed_bodies(self, account_id: str | None = None) -> int:
+        where, params = self._filters(account_id=account_id)
+        sql = self._sql.render("count_removed_bodies", **{"and": where})
+        return int(self._fetch(sql, params)[0][0])
+
     def summary(self, account_id: str | None = None) -> Summary:
         where, params = self._filters(account_id=account_id)
         sql = {
@@ -760,6 +806,10 @@ class SqlJournal:
         queries = [self._sql.render(name, **{"and": where}) for name in rows.FINGERPRINT_STATEMENTS]
         with self._driver.streaming() as stream:
             return rows.fingerprint(stream(sql, params) for sql in queries)
+
+
+def _body_ref(row: Sequence[Any]) -> BodyRef:
+    return BodyRef(row[0], row[1], rows.from_text(row[2]))
 
 
 def _stored_points(found: Iterator[tuple[Any, ...]]) -> Iterator[StoredPoint]:

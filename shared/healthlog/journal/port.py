@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from healthlog.model import (
     Account,
@@ -86,6 +86,18 @@ class BucketRow:
     avg: float | None
     max: float | None
     sum: float | None
+
+
+class BodyRef(NamedTuple):
+    """A delivery's archived body, as retention pages through them."""
+
+    delivery_id: str
+    archive_key: str
+    received_at: datetime
+
+    @property
+    def cursor(self) -> Cursor:
+        return Cursor(self.received_at, self.delivery_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +253,25 @@ class Journal(Protocol):
     ) -> list[Delivery]: ...
 
     def summary(self, account_id: str | None = None) -> Summary: ...
+
+    # --- retention (docs/operations.md, "Retention") -----------------------------------
+    def retention_due(self, before: datetime, after: Cursor, limit: int) -> list[BodyRef]:
+        """Up to ``limit`` bodies retention may remove, strictly after ``after``, in
+        (received_at, id) order: ``parsed`` deliveries received before ``before`` whose
+        body is not marked removed. Never ``partial``, ``failed`` or ``pending`` ones."""
+
+    def mark_bodies_removed(self, delivery_ids: Sequence[str], at: datetime) -> list[str]:
+        """Mark these deliveries' bodies removed at ``at``, in one transaction; return the
+        ids marked. A delivery no longer ``parsed`` (a replay changed it), or marked
+        already, is left as it is and not returned."""
+
+    def removed_bodies(
+        self, after: Cursor, limit: int, account_id: str | None = None
+    ) -> list[BodyRef]:
+        """Up to ``limit`` deliveries whose body is marked removed, after ``after``."""
+
+    def count_removed_bodies(self, account_id: str | None = None) -> int:
+        """How many deliveries' bodies are marked removed."""
 
     def export_points(
         self,

@@ -164,6 +164,35 @@ ORDER BY received_at /*order*/, id /*order*/
 -- A filter: the delivery's uncovered list names the key.
 %(uncovered_key)s = ANY (uncovered)
 
+-- retention_due --
+-- A page of the bodies retention may remove: parsed, received before the age, not yet
+-- marked, after a (received_at, id) cursor; from deliveries_status, in its order.
+SELECT id, archive_key, to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM deliveries
+WHERE status = 'parsed' AND body_removed_at IS NULL
+  AND received_at < %(before)s::timestamptz
+  AND (received_at, id) > (%(received_at)s::timestamptz, %(id)s)
+ORDER BY received_at, id
+LIMIT %(limit)s
+
+-- mark_body_removed --
+-- Mark one delivery's body removed, before it is deleted; only a parsed, unmarked row.
+UPDATE deliveries SET body_removed_at = %(at)s::timestamptz
+WHERE id = %(id)s AND status = 'parsed' AND body_removed_at IS NULL
+
+-- removed_bodies --
+-- A page of the deliveries whose bodies retention marked removed, after a cursor.
+SELECT id, archive_key, to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM deliveries
+WHERE body_removed_at IS NOT NULL
+  AND (received_at, id) > (%(received_at)s::timestamptz, %(id)s) /*and*/
+ORDER BY received_at, id
+LIMIT %(limit)s
+
+-- count_removed_bodies --
+-- How many deliveries' bodies retention removed.
+SELECT count(*) FROM deliveries WHERE body_removed_at IS NOT NULL /*and*/
+
 -- summary_pending --
 -- The queue's length and its oldest delivery, from the partial index.
 SELECT count(*), to_char(min(received_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')

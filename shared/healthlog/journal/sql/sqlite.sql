@@ -137,6 +137,31 @@ ORDER BY received_at /*order*/, id /*order*/
 -- A filter: the delivery's uncovered list names the key.
 EXISTS (SELECT 1 FROM json_each(deliveries.uncovered) WHERE value = :uncovered_key)
 
+-- retention_due --
+-- A page of the bodies retention may remove: parsed, received before the age, not yet
+-- marked, after a (received_at, id) cursor; from deliveries_status, in its order.
+SELECT id, archive_key, received_at FROM deliveries
+WHERE status = 'parsed' AND body_removed_at IS NULL AND received_at < :before
+  AND (received_at, id) > (:received_at, :id)
+ORDER BY received_at, id
+LIMIT :limit
+
+-- mark_body_removed --
+-- Mark one delivery's body removed, before it is deleted; only a parsed, unmarked row.
+UPDATE deliveries SET body_removed_at = :at
+WHERE id = :id AND status = 'parsed' AND body_removed_at IS NULL
+
+-- removed_bodies --
+-- A page of the deliveries whose bodies retention marked removed, after a cursor.
+SELECT id, archive_key, received_at FROM deliveries
+WHERE body_removed_at IS NOT NULL AND (received_at, id) > (:received_at, :id) /*and*/
+ORDER BY received_at, id
+LIMIT :limit
+
+-- count_removed_bodies --
+-- How many deliveries' bodies retention removed.
+SELECT count(*) FROM deliveries WHERE body_removed_at IS NOT NULL /*and*/
+
 -- summary_pending --
 -- The queue's length and its oldest delivery.
 SELECT count(*), min(received_at) FROM deliveries WHERE status = 'pending' /*and*/

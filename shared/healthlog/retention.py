@@ -1,0 +1,118 @@
+"""Retention: remove the archived bodies of old ``parsed`` deliveries.
+
+Only ``parsed`` bodies go: a ``partial`` body waits for a parser that reads what this
+one could not, a ``failed`` one for a fix and a replay, a ``pending`` one for its fold.
+The journal row stays, with its outcome, and the delivery's layer stays in the showcase:
+what the body brought is kept; only the bytes to fold it again are gone.
+
+The order is **mark, then delete**, page by page: the rows are marked in one
+transaction (``deliveries.body_removed_at``), then their bodies are deleted. So the
+journal never counts on a body that may be gone: a crash after the mark and before the
+delete leaves marked rows whose bodies are still there, which the next run deletes first
+(``Archive.delete`` of a missing key is no error). The other order, delete then mark,
+would leave a crash's bodies gone under rows that still say "replay me", and a replay
+would then fail them as ``missing_body``.
+
+A run holds the fold lock, like ``replay``: no replay reads a body while it is deleted,
+and a replay that made a delivery ``partial`` or ``failed`` meanwhile keeps its body
+(the mark is guarded by ``status = 'parsed'``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from healthlog import ids, log
+from healthlog.archive.port import Archive
+from healthlog.journal.port import ZERO_CURSOR, BodyRef, Journal
+from healthlog.journal.rows import to_text
+from healthlog.model import Cursor
+
+logger = logging.getLogger("healthlog.retention")
+
+#: bodies marked (one transaction) and then deleted at a time; a crash leaves at most
+#: this many marked with their bodies still present, for the next run to delete
+PAGE = 200
+
+
+@dataclass
+class RetentionReport:
+    #: bodies received before this instant (UTC) were due
+    before: str
+    dry_run: bool = False
+    #: parsed bodies older than the age found not yet removed (a dry run: would be)
+    due: int = 0
+    #: of those, marked and deleted by this run
+    removed: int = 0
+    #: due but no longer parsed when marked (a replay changed them): kept
+    kept: int = 0
+    #: marked by earlier runs; their deletes are issued again (a crash may have
+    #: interrupted one), which costs nothing where the body is already gone
+    removed_before: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(vars(self))
+
+
+def retain(
+    journal: Journal,
+    archive: Archive,
+    older_than: timedelta,
+    *,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> RetentionReport:
+    """Delete the bodies of ``parsed`` deliveries received more than ``older_than`` ago.
+
+    The caller holds the fold lock. A dry run reads the journal only: it deletes and
+    marks nothing. ``progress(done, None)`` is told after each body removed (or found,
+    on a dry run).
+    """
+    now = ids.now() if now is None else now
+    before = now - older_than
+    report = RetentionReport(before=to_text(before), dry_run=dry_run)
+    if dry_run:
+        report.removed_before = journal.count_removed_bodies()
+    else:
+        # first what an interrupted run marked and may not have deleted
+        for ref in _pages(lambda after: journal.removed_bodies(after, PAGE)):
+            archive.delete(ref.archive_key)
+            report.removed_before += 1
+    after = ZERO_CURSOR
+    while page := journal.retention_due(before, after, PAGE):
+        after = page[-1].cursor
+        report.due += len(page)
+        if dry_run:
+            if progress is not None:
+                progress(report.due, None)
+            continue
+        marked = set(journal.mark_bodies_removed([ref.delivery_id for ref in page], now))
+        report.kept += len(page) - len(marked)
+        for ref in page:
+            if ref.delivery_id in marked:
+                archive.delete(ref.archive_key)
+                report.removed += 1
+                if progress is not None:
+                    progress(report.removed, None)
+    if report.removed:
+        log.event(logger, logging.INFO, "retention.removed", bodies=report.removed)
+    return report
+
+
+def removed_ids(journal: Journal, account_id: str | None = None) -> set[str]:
+    """The ids of the deliveries whose bodies retention removed."""
+    return {
+        ref.delivery_id
+        for ref in _pages(lambda after: journal.removed_bodies(after, PAGE, account_id))
+    }
+
+
+def _pages(page_after: Callable[[Cursor], list[BodyRef]]) -> Iterator[BodyRef]:
+    after = ZERO_CURSOR
+    while page := page_after(after):
+        yield from page
+        after = page[-1].cursor
