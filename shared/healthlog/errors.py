@@ -87,6 +87,16 @@ class ReaderDied(Circumstance):
     crash = True
 
 
+class WriteInterrupted(Circumstance):
+    """A write ran to the end of its time and was rolled back; nothing of it was kept.
+
+    The journal raises it for a write under a bound (``journal.driver.write_bound``).
+    As such it is a circumstance: the pass's time ran out (others used it) and the
+    delivery stays pending. The fold turns it into ``FoldDeadline`` when the bound was
+    the delivery's own deadline (``healthlog.fold.player``).
+    """
+
+
 class NoSuchAccount(Circumstance):
     """The delivery's account does not exist (yet) in this journal."""
 

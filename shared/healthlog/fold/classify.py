@@ -27,6 +27,12 @@ def _classify(exc: BaseException) -> tuple[OutcomeClass, str]:
     the delivery stays pending. The fold's own deadline is *not* a circumstance: a body
     that did not fit its budget will not fit it next time. Anything else is a property
     of the delivery: failed.
+
+    The deadline bounds the write too, and that distinction holds there: a write
+    interrupted at the delivery's own deadline reaches here as ``FoldDeadline``
+    (``Player`` turns it so), failed; one interrupted because the *pass's* time ran out
+    (others used it), or after waiting for another writer's lock, is a circumstance
+    (``WriteInterrupted``, ``JournalBusy``): pending, for the next pass.
     """
     if isinstance(exc, Circumstance):
         return OutcomeClass.DEFERRED, type(exc).__name__

@@ -79,7 +79,11 @@ class FoldPass:
 
         ``cancel`` is checked between deliveries, never during one: a fold in hand
         finishes (or fails) under its own deadline. ``time_left`` (seconds) lets a Lambda
-        invocation stop claiming work ``margin_s`` before it would be killed.
+        invocation stop claiming work ``margin_s`` before it would be killed, and bounds
+        the writes of every delivery but the pass's first: one that has not written when
+        ``time_left()`` reaches 0 is interrupted and stays pending (``WriteInterrupted``:
+        the others used the pass's time). The first has the pass's time to itself and
+        is bounded by its own deadline only, so a delivery is never deferred for ever.
         """
         started = time.monotonic()
         report = PassReport()
@@ -90,6 +94,13 @@ class FoldPass:
         cursor = ZERO_CURSOR
         reached_empty = False
         suspects: list[str] = []
+        played = 0
+
+        def until() -> float | None:
+            """The end of the pass's time, for a delivery the others left some of."""
+            if not played or time_left is None:
+                return None
+            return time.monotonic() + time_left()
 
         def stop() -> bool:
             """Between two steps of a fold in steps (an import): pause it for the budget."""
@@ -121,7 +132,10 @@ class FoldPass:
                 if time_left is not None and time_left() < margin_s:
                     report.stopped = "budget"
                     break
-                outcome = self._player.play(ref.id, pending_only=True, last_try=False, stop=stop)
+                outcome = self._player.play(
+                    ref.id, pending_only=True, last_try=False, stop=stop, until=until()
+                )
+                played += 1
                 if outcome.reason == SUSPECT:
                     suspects.append(ref.id)  # counted when its last try ends
                 else:
@@ -133,7 +147,10 @@ class FoldPass:
             if report.stopped is not None or (cancel is not None and cancel.is_set()):
                 break
             log.event(logger, logging.WARNING, "fold.crash_retry", delivery_id=delivery_id)
-            report.tally.add(self._player.play(delivery_id, pending_only=True, stop=stop))
+            report.tally.add(
+                self._player.play(delivery_id, pending_only=True, stop=stop, until=until())
+            )
+            played += 1
         if reached_empty:
             self._lag_armed = True
         if armed and report.lagging:

@@ -15,9 +15,16 @@ from dataclasses import dataclass
 
 from healthlog import log
 from healthlog.archive.port import Archive
-from healthlog.errors import Conflict, NoSuchAccount, OutcomeWriteFailed
+from healthlog.errors import (
+    Conflict,
+    FoldDeadline,
+    NoSuchAccount,
+    OutcomeWriteFailed,
+    WriteInterrupted,
+)
 from healthlog.fold.classify import CRASHED, SUSPECT, _classify
 from healthlog.fold.steps import Progress, StepFold, folds_in_steps
+from healthlog.journal.driver import write_bound
 from healthlog.journal.port import Journal
 from healthlog.model import Delivery, Outcome, OutcomeClass, ParseResult, ParseStatus, status_for
 
@@ -79,8 +86,17 @@ class Player:
         last_try: bool = True,
         stop: Callable[[], bool] | None = None,
         progress: Progress | None = None,
+        until: float | None = None,
     ) -> Outcome:
         """Fold one delivery; with ``dry_run``, read and parse it but write nothing.
+
+        The delivery's own deadline (``deadline_s`` from the start of this play) bounds
+        its write too, and ``until`` (a ``time.monotonic()`` value: the end of the pass's
+        time) bounds it when it comes first. A write interrupted at its own deadline is
+        ``FoldDeadline`` (failed, ``deadline``); one interrupted at ``until`` is
+        ``WriteInterrupted`` (deferred: the pass's time ran out, it stays pending). A
+        fold in steps has a deadline per step, which its parser checks; its step writes
+        are bounded by ``until`` only.
 
         A delivery that folds in steps (an import of the Health app's export,
         ``fold.steps``) asks ``stop()`` between its steps, and pauses (``Paused``,
@@ -136,7 +152,8 @@ class Player:
                 self._journal.begin_attempt(delivery_id)
                 attempt_open = True
             if stepped is not None:
-                folded = stepped.run()
+                with write_bound(until):
+                    folded = stepped.run()
                 attempt_open = False
                 return self._done(
                     delivery_id,
@@ -157,15 +174,24 @@ class Player:
             )
             status = status_for(failed=False, uncovered=result.uncovered)
             if not dry_run:
-                self._journal.write_outcome(
-                    delivery_id,
-                    expected=delivery.status,
-                    status=status,
-                    uncovered=result.uncovered,
-                    failure=None,
-                    points=result.points,
-                    records=result.records,
-                )
+                # the own deadline, in time.monotonic()'s terms (the journal's clock)
+                own = time.monotonic() + (started + self._options.deadline_s - self._clock())
+                try:
+                    with write_bound(own if until is None else min(own, until)):
+                        self._journal.write_outcome(
+                            delivery_id,
+                            expected=delivery.status,
+                            status=status,
+                            uncovered=result.uncovered,
+                            failure=None,
+                            points=result.points,
+                            records=result.records,
+                        )
+                except WriteInterrupted as exc:
+                    if until is not None and until < own:
+                        raise  # the pass's time, which others used: stays pending
+                    # the write alone did not fit what its own budget left
+                    raise FoldDeadline(uncovered=result.uncovered) from exc
                 attempt_open = False
             klass = OutcomeClass(status.value)
             return self._done(

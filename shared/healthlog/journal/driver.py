@@ -13,7 +13,10 @@ really differs between databases:
 * streaming rows of several statements from one snapshot;
 * the journal-wide fold lock;
 * running a migration script;
-* the showcase's bulk write (SQLite upserts row by row, PostgreSQL copies).
+* the showcase's bulk write (SQLite upserts row by row, PostgreSQL copies);
+* the write bound (``write_bound``): a write transaction begun under one ends by its
+  moment, or is interrupted there and rolled back whole (``WriteInterrupted``); a wait
+  for another writer's lock that ran into it is a busy journal (``JournalBusy``).
 
 Values cross this boundary as the port has them: times as fixed-width UTC text, lists
 as JSON text; the dialect's SQL converts where its columns are typed otherwise.
@@ -21,11 +24,13 @@ as JSON text; the dialect's SQL converts where its columns are typed otherwise.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-from healthlog.errors import HealthlogError, JournalBusy
+from healthlog.errors import HealthlogError, JournalBusy, WriteInterrupted
 from healthlog.journal.statements import Statements
 from healthlog.model import Point, Record
 
@@ -65,6 +70,58 @@ class Busy(JournalBusy):
     """The database was busy for this attempt; the core tries the transaction again."""
 
 
+class WriteBound:
+    """The moment (``time.monotonic()``) the write transactions under it must end by."""
+
+    def __init__(self, until: float) -> None:
+        self.until = until
+        #: a wait for another writer's lock under this bound was given up: time that
+        #: others used, so running out of it is a busy journal, not the write's own
+        self.waited = False
+
+    def left(self) -> float:
+        return self.until - time.monotonic()
+
+    def passed(self) -> bool:
+        return time.monotonic() > self.until
+
+    def spent(self) -> HealthlogError:
+        """What a write raises when this bound's time is gone (before or during it)."""
+        if self.waited:
+            return JournalBusy("the journal stayed busy until the write's deadline")
+        return WriteInterrupted()
+
+
+_BOUND: ContextVar[WriteBound | None] = ContextVar("healthlog_write_bound", default=None)
+
+
+@contextmanager
+def write_bound(until: float | None) -> Iterator[WriteBound | None]:
+    """Bound the write transactions begun in this context (this thread) by ``until``.
+
+    ``until`` is a ``time.monotonic()`` value; None bounds nothing (an outer bound still
+    holds), and a bound inside another ends at the earlier of the two. Reads are never
+    bounded. The driver checks the bound while the transaction's statements run (SQLite:
+    a progress handler; PostgreSQL: ``statement_timeout``), not during its COMMIT: a
+    write either commits whole or is rolled back whole.
+    """
+    outer = _BOUND.get()
+    if until is None:
+        yield outer
+        return
+    bound = WriteBound(until if outer is None else min(until, outer.until))
+    token = _BOUND.set(bound)
+    try:
+        yield bound
+    finally:
+        _BOUND.reset(token)
+
+
+def current_bound() -> WriteBound | None:
+    """The bound the write transactions begun now are under, if any."""
+    return _BOUND.get()
+
+
 @contextmanager
 def translated(
     kinds: type[Exception] | tuple[type[Exception], ...],
@@ -88,7 +145,9 @@ class Driver(Protocol):
         """Run ``work`` in one transaction, once; raise ``Busy`` when the database was busy.
 
         ``write`` transactions may change rows; ``consistent`` asks that every statement
-        of a read sees one snapshot.
+        of a read sees one snapshot. A write under a ``write_bound`` raises the bound's
+        ``spent()`` error when its time is gone before or while it runs, rolled back,
+        and marks the bound ``waited`` when it raises ``Busy``.
         """
 
     def streaming(self) -> AbstractContextManager[Rows]:

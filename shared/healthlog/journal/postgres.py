@@ -18,6 +18,13 @@ here, without counting as a retry; any other failure to reach the server is
 store) is a plain ``HealthlogError``: retrying cannot help. No psycopg exception leaves
 this module, and no message quotes a value.
 
+Bounded writes. A write under a ``driver.write_bound`` sets ``SET LOCAL
+statement_timeout`` to the time left (again before each statement of the showcase's bulk
+write, so the transaction as a whole ends near the bound) and ``lock_timeout`` to no
+more than that. A statement cancelled by the timeout (57014) aborts the transaction,
+which rolls back whole, and the attempt raises the bound's ``spent()`` error; a lock
+wait given up (55P03) is ``Busy`` as ever and marks the bound ``waited``.
+
 Times are ``timestamptz``, and sessions run in UTC; the statements
 (``sql/postgres.sql``) take and return the port's text, so a showcase row reads back
 exactly as it was written.
@@ -44,7 +51,16 @@ from psycopg import errors as pg_errors
 from healthlog import errors
 from healthlog.journal import rows
 from healthlog.journal.core import STATEMENTS, SqlJournal
-from healthlog.journal.driver import Busy, Connection, Layer, Params, Rows, translated
+from healthlog.journal.driver import (
+    Busy,
+    Connection,
+    Layer,
+    Params,
+    Rows,
+    WriteBound,
+    current_bound,
+    translated,
+)
 from healthlog.journal.postgres_pool import Conn, Pool
 from healthlog.journal.statements import Statements
 from healthlog.model import Point, Record
@@ -70,6 +86,9 @@ _SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 # range) and program limit exceeded (an index row too large for a long name): classes
 # of SQLSTATE that a value causes, whatever the database's state
 _VALUE_CLASSES = frozenset({"22", "54"})
+
+# query_canceled: under a write bound, its statement_timeout
+_CANCELED = "57014"
 
 # the unique constraints of ``accounts``, by the error a duplicate gets
 _TAKEN: dict[str, type[errors.AccountError]] = {
@@ -166,14 +185,21 @@ class PostgresDriver:
         self, work: Callable[[Connection], T], *, write: bool, consistent: bool = False
     ) -> T:
         replaced_stale = False
+        bound = current_bound() if write else None
         while True:
             with self.pool.connection() as lease:
                 try:
                     with lease.conn.transaction():
                         if consistent:
                             lease.conn.execute(_SNAPSHOT)
+                        if bound is not None:
+                            self._bound(lease.conn, bound, lock=True)
                         return work(cast(Connection, lease.conn))
                 except psycopg.Error as exc:
+                    if bound is not None and exc.sqlstate == _CANCELED:
+                        raise bound.spent() from exc
+                    if bound is not None and exc.sqlstate in _BUSY_STATES:
+                        bound.waited = True  # others held the lock: their time, not ours
                     stale = lease.reused and lease.conn.broken
                     if stale and not replaced_stale and exc.sqlstate not in _BUSY_STATES:
                         # the server dropped this idle connection; a fresh one may work
@@ -181,6 +207,22 @@ class PostgresDriver:
                         replaced_stale = True
                         continue
                     raise _translate(exc) from exc
+
+    def _bound(self, conn: Conn, bound: WriteBound, *, lock: bool = False) -> None:
+        """The open transaction's statements from here on end by ``bound.until``."""
+        left = bound.left()
+        if left <= 0:
+            raise bound.spent()
+        ms = max(1, int(left * 1000))
+        conn.execute(f"SET LOCAL statement_timeout = {ms}")
+        if lock:
+            conn.execute(f"SET LOCAL lock_timeout = {min(self._lock_timeout_ms, ms)}")
+
+    def _renew(self, conn: Conn) -> None:
+        """Before one more statement of a bounded write: the time left, not the start's."""
+        bound = current_bound()
+        if bound is not None:
+            self._bound(conn, bound)
 
     @contextmanager
     def streaming(self) -> Iterator[Rows]:
@@ -243,28 +285,36 @@ class PostgresDriver:
         pg = cast(Conn, conn)
         sql = self.statements
         named = {"account": layer.account_id, "at": layer.received_at, "id": layer.delivery_id}
+        renew = self._renew
         pg.execute(sql["incoming"])
         with pg.cursor() as cursor:
             if points:
                 values = rows.POINT_VALUES
+                renew(pg)
                 with cursor.copy(sql["copy_points"]) as copy:
                     for n, point in enumerate(points):
                         copy.write_row((n, *values(point)))
+                renew(pg)
                 pg.execute(sql["upsert_points"], named)
             if not records:
                 return
             record_values, item_values = rows.RECORD_VALUES, rows.ITEM_VALUES
+            renew(pg)
             with cursor.copy(sql["copy_records"]) as copy:
                 for n, record in enumerate(records):
                     copy.write_row((n, *record_values(record)))
+            renew(pg)
             with cursor.copy(sql["copy_items"]) as copy:
                 for n, record in enumerate(records):
                     head = (n, record.section, record.identity)
                     for item in record.items:
                         copy.write_row((*head, *item_values(item)))
+        renew(pg)
         pg.execute(sql["upsert_records"], named)
         if any(record.items for record in records):
+            renew(pg)
             pg.execute(sql["claim_series"], named)
+            renew(pg)
             pg.execute(sql["insert_items"], named)
 
     def close(self) -> None:

@@ -19,6 +19,13 @@ itself waits up to ``busy_timeout_ms`` for the lock; when that wait is spent, th
 attempt raises ``Busy`` and the journal core tries the whole transaction again
 (``core.py``). That also covers a busy SQLite reports without waiting (when waiting
 could deadlock). No sqlite3 exception leaves this module.
+
+Bounded writes. A write under a ``driver.write_bound`` waits for the lock at most until
+the bound (a wait given up marks the bound ``waited``), and runs its statements with a
+progress handler that interrupts them once the bound has passed: SQLite then rolls the
+transaction back, and the attempt raises the bound's ``spent()`` error. The handler is
+removed before COMMIT, so a write commits whole or not at all, and the write lock is
+free as soon as the attempt returns.
 """
 
 from __future__ import annotations
@@ -37,7 +44,16 @@ from healthlog import errors, log
 from healthlog.files import FILE_MODE, private_dirs, private_file
 from healthlog.journal import rows
 from healthlog.journal.core import STATEMENTS, SqlJournal
-from healthlog.journal.driver import Busy, Connection, Layer, Params, Rows, translated
+from healthlog.journal.driver import (
+    Busy,
+    Connection,
+    Layer,
+    Params,
+    Rows,
+    WriteBound,
+    current_bound,
+    translated,
+)
 from healthlog.journal.statements import Statements
 from healthlog.model import Item, Point, Record
 
@@ -51,6 +67,10 @@ BACKEND = "sqlite"
 _POOL_KEEP = 4
 _FETCH = 1000
 _LOCK_POLL_S = 0.02
+# a bounded write's progress handler runs every this many virtual-machine instructions
+# (tens of microseconds): the bound is overshot by about that much
+_PROGRESS_OPS = 1000
+_SQLITE_INTERRUPT = 9
 
 # the unique columns of ``accounts``, as SQLite names them, by the error a duplicate gets
 _TAKEN: dict[str, type[errors.AccountError]] = {
@@ -205,12 +225,48 @@ class SqliteDriver:
     ) -> T:
         # a deferred BEGIN reads one snapshot from its first read on (WAL): consistent
         begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+        bound = current_bound() if write else None
         with _translated(), self.pool.connection() as conn:
+            if bound is not None:
+                return self._bounded(conn, bound, work)
             conn.execute(begin)
             # an error from ``work`` leaves the transaction open; the pool rolls it back
             result = work(conn)
             conn.execute("COMMIT")
             return result
+
+    def _bounded(
+        self, conn: sqlite3.Connection, bound: WriteBound, work: Callable[[Connection], T]
+    ) -> T:
+        """A write transaction that ends by ``bound.until``, or is rolled back there."""
+        left = bound.left()
+        if left <= 0:
+            raise bound.spent()
+        wait_ms = min(self._busy_timeout_ms, max(1, int(left * 1000)))
+        conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+        try:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    bound.waited = True  # others held the lock: their time, not ours
+                raise
+            until, clock = bound.until, time.monotonic
+            conn.set_progress_handler(lambda: 1 if clock() > until else 0, _PROGRESS_OPS)
+            try:
+                result = work(conn)
+            except sqlite3.OperationalError as exc:
+                if getattr(exc, "sqlite_errorcode", None) == _SQLITE_INTERRUPT:
+                    # SQLite rolled the transaction back; the pool ends what is left of it
+                    raise bound.spent() from exc
+                raise
+            finally:
+                conn.set_progress_handler(None, 0)
+            conn.execute("COMMIT")
+            return result
+        finally:
+            with suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
 
     @contextmanager
     def streaming(self) -> Iterator[Rows]:
