@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import random
 import signal
@@ -24,7 +25,9 @@ from typing import Any
 
 import orjson
 from healthlog import launcher
+from healthlog.journal.rows import to_text
 from healthlog.launcher import clean_env as clean_env  # the tests' and the benchmarks' one
+from healthlog.model import Point
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,6 +147,26 @@ def _series(count: int, rng: random.Random, heart: bool) -> list[dict[str, objec
             points.append({"date": date, "Min": low, "Avg": avg, "Max": high, "source": source})
         else:
             points.append({"date": date, "qty": rng.random() * 40, "source": source})
+    return points
+
+
+def minute_points(day: datetime, rng: random.Random, offset: int) -> list[Point]:
+    """A day of one person's minute-level data, as the parser would give it: heart rate
+    every minute (min, avg, max) and steps on most waking minutes."""
+    points: list[Point] = []
+    for minute in range(1440):
+        at = to_text(day + timedelta(minutes=minute))
+        hr = 60 + 25 * math.sin(minute / 1440 * 2 * math.pi) + rng.random() * 8
+        for field, value in (("min", hr - 4), ("avg", hr), ("max", hr + 5)):
+            points.append(
+                Point("heart_rate", field, "Watch", at, offset, None, round(value, 1), None,
+                      "count/min")
+            )  # fmt: skip
+        if 7 * 60 <= minute < 22 * 60 and rng.random() < 0.6:
+            points.append(
+                Point("step_count", "qty", "iPhone", at, offset, None, rng.randrange(5, 120),
+                      None, "count")
+            )  # fmt: skip
     return points
 
 

@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import emit, exit_on_sigterm, machine, median, note, rounded
+from _common import emit, exit_on_sigterm, machine, median, minute_points, note, rounded
 from healthlog import ids
 from healthlog.dashboard.app import DashboardOptions, create_app
 from healthlog.journal.rows import to_text
@@ -64,22 +64,7 @@ def _t(at: datetime) -> str:
 def day_points(day: int, rng: random.Random) -> tuple[list[Point], list[Record]]:
     """One day of a well-instrumented life, as the parser would give it."""
     base = START + timedelta(days=day)
-    points: list[Point] = []
-    for minute in range(1440):
-        at = _t(base + timedelta(minutes=minute))
-        hr = 60 + 25 * math.sin(minute / 1440 * 2 * math.pi) + rng.random() * 8
-        for field, value in (("min", hr - 4), ("avg", hr), ("max", hr + 5)):
-            points.append(
-                Point("heart_rate", field, "Watch", at, OFFSET, None, round(value, 1), None,
-                      "count/min")
-            )  # fmt: skip
-    for minute in range(7 * 60, 22 * 60):
-        if rng.random() < 0.6:
-            at = _t(base + timedelta(minutes=minute))
-            points.append(
-                Point("step_count", "qty", "iPhone", at, OFFSET, None, rng.randrange(5, 120),
-                      None, "count")
-            )  # fmt: skip
+    points = minute_points(base, rng, OFFSET)
     points.append(
         Point("resting_heart_rate", "qty", "Watch", _t(base + timedelta(hours=8)), OFFSET,
               None, 52 + rng.random() * 6, None, "count/min")

@@ -24,7 +24,6 @@ server cannot be reached, that backend's entry says why instead of figures.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import sqlite3
@@ -39,16 +38,25 @@ from pathlib import Path
 from typing import Any
 
 import _common
-from _common import Stopwatch, emit, exit_on_sigterm, machine, median, metrics_body, note, rounded
+from _common import (
+    Stopwatch,
+    emit,
+    exit_on_sigterm,
+    machine,
+    median,
+    metrics_body,
+    minute_points,
+    note,
+    rounded,
+)
 from healthlog import ids, tokens
 from healthlog.archive.keys import body_key
 from healthlog.archive.local import LocalArchive
 from healthlog.fold.player import Player
 from healthlog.journal.core import SqlJournal
 from healthlog.journal.postgres import PostgresJournal
-from healthlog.journal.rows import to_text
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.model import NewDelivery, OutcomeClass, ParseStatus, Point
+from healthlog.model import NewDelivery, OutcomeClass, ParseStatus
 
 TARGET_RATIO = 0.8
 #: the history ends the day before the bodies' own days begin
@@ -68,38 +76,19 @@ FULL = Mode(10_000_000, 2_000_000, 3)
 QUICK = Mode(100_000, 200_000, 1)
 
 
-def day_points(day: datetime, rng: random.Random) -> list[Point]:
-    """One day of one person: heart rate every minute, steps on most waking minutes."""
-    points: list[Point] = []
-    for minute in range(1440):
-        at = to_text(day + timedelta(minutes=minute))
-        hr = 60 + 25 * math.sin(minute / 1440 * 2 * math.pi) + rng.random() * 8
-        for field, value in (("min", hr - 4), ("avg", hr), ("max", hr + 5)):
-            points.append(
-                Point("heart_rate", field, "Watch", at, OFFSET, None, round(value, 1), None,
-                      "count/min")
-            )  # fmt: skip
-        if 7 * 60 <= minute < 22 * 60 and rng.random() < 0.6:
-            points.append(
-                Point("step_count", "qty", "iPhone", at, OFFSET, None, rng.randrange(5, 120),
-                      None, "count")
-            )  # fmt: skip
-    return points
-
-
 def fill(journal: SqlJournal, account_id: str, points: int) -> tuple[int, int, float]:
     """Write about ``points`` of history, a delivery a day, ending before BODIES_START.
 
     Returns (points written, days, seconds).
     """
     rng = random.Random(5)
-    per_day = len(day_points(BODIES_START, random.Random(5)))
+    per_day = len(minute_points(BODIES_START, random.Random(5), OFFSET))
     days = max(1, round(points / per_day))
     written = 0
     with Stopwatch() as sw:
         for n in range(days):
             day = BODIES_START - timedelta(days=days - n)
-            batch = day_points(day, rng)
+            batch = minute_points(day, rng, OFFSET)
             at = day + timedelta(days=1, hours=1)
             delivery_id = ids.new_delivery_id(at)
             journal.insert_delivery(
