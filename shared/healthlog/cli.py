@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta, tzinfo
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -35,6 +35,9 @@ from healthlog.config import Settings
 from healthlog.errors import HealthlogError
 from healthlog.journal.port import Journal
 from healthlog.model import Account, ParseStatus
+
+if TYPE_CHECKING:
+    from healthlog.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -353,12 +356,24 @@ def _bad_name(option: str, exc: HealthlogError) -> click.BadParameter:
     return click.BadParameter(str(exc), param_hint=f"'{option}'")
 
 
-def _say_if_new(settings: Settings) -> None:
-    """On stderr: a command that may make the journal says where, when it does."""
+@contextlib.contextmanager
+def _creating() -> Iterator[Store]:
+    """The journal, made if there is none yet: saying where on stderr, when it does."""
     from healthlog import store
 
+    settings = obtain_settings()
     if not store.exists(settings):
         click.echo(f"healthlog: creating a new journal at {store.where(settings)}", err=True)
+    with store.opened(settings, "create") as opened:
+        yield opened
+
+
+def _token_text(first_line: str, token: str) -> str:
+    """A new token, shown once with the header the automation sends it in."""
+    return (
+        f"{first_line}\nheader for the HAE automation:\n  Authorization: Bearer {token}\n"
+        "(shown only now: it is stored hashed)"
+    )
 
 
 @contextlib.contextmanager
@@ -576,19 +591,9 @@ def account_add(name: str, as_json: bool) -> None:
 
     NAME: at most 64 printable characters, no space at either end.
     """
-    from healthlog import store
-
-    settings = obtain_settings()
-    _say_if_new(settings)
-    with store.opened(settings, "create") as opened:
+    with _creating() as opened:
         made = accounts.add(opened.journal, name)
-    emit(
-        as_json,
-        made.as_dict(),
-        f"account {made.account.name} created\n"
-        f"header for the HAE automation:\n  Authorization: Bearer {made.token}\n"
-        "(shown only now: it is stored hashed)",
-    )
+    emit(as_json, made.as_dict(), _token_text(f"account {made.account.name} created", made.token))
 
 
 @account.command("list")
@@ -636,13 +641,8 @@ def account_rotate(name: str, as_json: bool) -> None:
 
     with store.opened(obtain_settings(), "write") as opened:
         made = accounts.rotate(opened.journal, name)
-    emit(
-        as_json,
-        made.as_dict(),
-        f"account {name} has a new token; the old one no longer works\n"
-        f"header for the HAE automation:\n  Authorization: Bearer {made.token}\n"
-        "(shown only now: it is stored hashed)",
-    )
+    first = f"account {name} has a new token; the old one no longer works"
+    emit(as_json, made.as_dict(), _token_text(first, made.token))
 
 
 @account.command("export")
@@ -674,12 +674,8 @@ def account_import(file: str, as_json: bool) -> None:
     with the same id, name and token hash is skipped; any other clash imports nothing.
     Makes the journal if there is none yet (restoring a backup).
     """
-    from healthlog import store
-
     wanted = accounts.read_file(file, sys.stdin)
-    settings = obtain_settings()
-    _say_if_new(settings)
-    with store.opened(settings, "create") as opened:
+    with _creating() as opened:
         done = accounts.import_accounts(opened.journal, wanted)
     emit(
         as_json,
