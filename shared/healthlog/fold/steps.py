@@ -321,6 +321,9 @@ class StepFold:
         keys = state.keys()
         status = status_for(failed=False, uncovered=keys)
         if not self._dry_run:
+            # in key order: the showcase's b-tree takes them faster (a stable sort: of
+            # two points with one key, the later one still wins)
+            points = sorted(batch.points, key=_KEY_ORDER)
             if last:
                 self._journal.write_outcome(
                     self._delivery.id,
@@ -328,7 +331,7 @@ class StepFold:
                     status=status,
                     uncovered=keys,
                     failure=None,
-                    points=sorted(batch.points, key=_KEY_ORDER),
+                    points=points,
                     records=batch.records,
                     step=step,
                 )
@@ -337,9 +340,7 @@ class StepFold:
                     self._delivery.id,
                     expected=self.expected,
                     step=step,
-                    # in key order: the showcase's b-tree takes them faster (a stable
-                    # sort: of two points with one key, the later one still wins)
-                    points=sorted(batch.points, key=_KEY_ORDER),
+                    points=points,
                     records=batch.records,
                 )
                 self.expected = ParseStatus.PENDING

@@ -816,10 +816,6 @@ def _stored_points(found: Iterator[tuple[Any, ...]]) -> Iterator[StoredPoint]:
     return map(rows.stored_point, found)
 
 
-def _rows(found: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
-    return found
-
-
 def _bare_records(found: Iterator[tuple[Any, ...]]) -> Iterator[StoredRecord]:
     return (rows.stored_record(row, ()) for row in found)
 
