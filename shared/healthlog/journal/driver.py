@@ -85,6 +85,13 @@ class WriteBound:
     def passed(self) -> bool:
         return time.monotonic() > self.until
 
+    def left_ms(self) -> int:
+        """The whole milliseconds left (at least 1), or this bound's ``spent()`` raised."""
+        left = self.left()
+        if left <= 0:
+            raise self.spent()
+        return max(1, int(left * 1000))
+
     def spent(self) -> HealthlogError:
         """What a write raises when this bound's time is gone (before or during it)."""
         if self.waited:

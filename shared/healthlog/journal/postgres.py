@@ -210,10 +210,7 @@ class PostgresDriver:
 
     def _bound(self, conn: Conn, bound: WriteBound, *, lock: bool = False) -> None:
         """The open transaction's statements from here on end by ``bound.until``."""
-        left = bound.left()
-        if left <= 0:
-            raise bound.spent()
-        ms = max(1, int(left * 1000))
+        ms = bound.left_ms()
         conn.execute(f"SET LOCAL statement_timeout = {ms}")
         if lock:
             conn.execute(f"SET LOCAL lock_timeout = {min(self._lock_timeout_ms, ms)}")

@@ -239,10 +239,7 @@ class SqliteDriver:
         self, conn: sqlite3.Connection, bound: WriteBound, work: Callable[[Connection], T]
     ) -> T:
         """A write transaction that ends by ``bound.until``, or is rolled back there."""
-        left = bound.left()
-        if left <= 0:
-            raise bound.spent()
-        wait_ms = min(self._busy_timeout_ms, max(1, int(left * 1000)))
+        wait_ms = min(self._busy_timeout_ms, bound.left_ms())
         conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
         try:
             try:
