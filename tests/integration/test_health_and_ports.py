@@ -12,20 +12,18 @@ import requests
 from healthlog import launcher
 from healthlog.ingest import texts
 
-from tests.integration.servers import free_port
+from tests.integration.servers import free_port, start_function
 
 BIN = Path(sys.executable).parent
 
 
 def _ingest(folder: Path, archive: Path) -> launcher.FunctionServer:
-    env = launcher.clean_env(
-        {
-            "HEALTHLOG_JOURNAL_URL": f"sqlite:///{folder}/journal.db",
-            "HEALTHLOG_ARCHIVE_URL": f"file://{archive}",
-            "HEALTHLOG_LOG_LEVEL": "WARNING",
-        }
-    )
-    return launcher.FunctionServer.start("ingest", env=env, log_dir=folder)
+    env = {
+        "HEALTHLOG_JOURNAL_URL": f"sqlite:///{folder}/journal.db",
+        "HEALTHLOG_ARCHIVE_URL": f"file://{archive}",
+        "HEALTHLOG_LOG_LEVEL": "WARNING",
+    }
+    return start_function("ingest", env, log_dir=folder)
 
 
 def test_health_is_200_without_a_token_when_journal_and_archive_answer(tmp_path: Path) -> None:
