@@ -110,3 +110,23 @@ def copy_database(source: Path, target: Path) -> None:
     finally:
         dst.close()
         src.close()
+
+
+#: how long a driver process may take to start and take the fold lock
+READY_TIMEOUT_S = 30.0
+
+
+def wait_ready_or_exit(
+    process: subprocess.Popen[bytes], ready: Path, who: str, timeout_s: float = READY_TIMEOUT_S
+) -> int | None:
+    """None once the ``who`` driver holds the fold lock (its ready file is there); its
+    exit code if it ended before. A bounded poll of the file, not a sleep for work."""
+    deadline = time.monotonic() + timeout_s
+    while not ready.exists():
+        code = process.poll()
+        if code is not None:
+            return code
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the {who} driver did not start")
+        time.sleep(0.002)
+    return None

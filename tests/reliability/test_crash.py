@@ -55,6 +55,7 @@ from tests.reliability.harness import (
     post,
     steps_body,
     temp_files,
+    wait_ready_or_exit,
 )
 
 pytestmark = pytest.mark.slow
@@ -216,7 +217,6 @@ MAX_FOLD_ATTEMPTS = 4
 FOLD_KILL_AFTER_S = (0.06, 0.2)
 FOLD_MAX_STARTS = 400
 FOLD_DEADLINE_S = 150.0
-READY_TIMEOUT_S = 30.0
 
 
 def _fold_body(i: int, rng: random.Random) -> tuple[str, bytes]:
@@ -288,7 +288,7 @@ def test_fold_killed_at_random_moments_folds_every_delivery_exactly_as_a_clean_f
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-            code = _wait_ready_or_exit(process, ready)
+            code = wait_ready_or_exit(process, ready, "fold")
             if code is None:
                 try:
                     code = process.wait(timeout=rng.uniform(*FOLD_KILL_AFTER_S))
@@ -357,19 +357,6 @@ def test_fold_killed_at_random_moments_folds_every_delivery_exactly_as_a_clean_f
         showcase_points=points,
         duration_s=round(duration, 1),
     )
-
-
-def _wait_ready_or_exit(process: subprocess.Popen[bytes], ready: Path) -> int | None:
-    """None once the driver holds the fold lock; its exit code if it ended before."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not ready.exists():
-        code = process.poll()
-        if code is not None:
-            return code
-        if time.monotonic() > deadline:
-            raise AssertionError("the fold driver did not start")
-        time.sleep(0.005)
-    return None
 
 
 def _folds_cut_short(db: Path, poison: set[str]) -> int:

@@ -40,7 +40,7 @@ from healthlog.model import ParseStatus
 from tests import export_gen
 from tests.reliability import import_driver
 from tests.reliability.conftest import Figures
-from tests.reliability.harness import copy_database, kill
+from tests.reliability.harness import copy_database, kill, wait_ready_or_exit
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,6 @@ SEED = 20261201
 STEP_POINTS = 400
 MINUTES = 8000  # 8 000 minutes x (2 step sources + heart rate's 3 fields) = 40 000 points
 MAX_FOLD_ATTEMPTS = 3
-READY_TIMEOUT_S = 30.0
 DEADLINE_S = 240.0
 
 
@@ -103,18 +102,6 @@ def _start(
     )
     log.close()
     return process, ready
-
-
-def _wait_ready_or_exit(process: subprocess.Popen[bytes], ready: Path) -> int | None:
-    """None once the driver holds the fold lock; its exit code if it ended before."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not ready.exists():
-        code = process.poll()
-        if code is not None:
-            return code
-        assert time.monotonic() < deadline, "the import driver did not start"
-        time.sleep(0.002)
-    return None
 
 
 def _where(db: Path, delivery_id: str) -> tuple[str, int, int, int]:
@@ -219,7 +206,7 @@ def test_an_import_killed_at_several_moments_resumes_to_a_clean_fold(
         before = _where(db, delivery_id)
         process, ready = _start(tmp_path, env, n)
         n += 1
-        code = _wait_ready_or_exit(process, ready)
+        code = wait_ready_or_exit(process, ready, "import")
         if code is None and moment is not None:
             position = before[1]
             if moment == "start":  # as soon as it begins: before its first step
