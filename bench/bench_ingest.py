@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 import tracemalloc
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,9 @@ class Run:
         return {
             "requests": done,
             "errors": len(self.errors),
+            # what went wrong, each kind once with its count: a reply's status and the
+            # start of its text (ingest's texts name the reason, never the data)
+            "error_kinds": dict(Counter(self.errors).most_common(5)),
             "seconds": rounded(self.seconds),
             "deliveries_per_s": rounded(rate, 2),
             "mb_per_s": rounded(rate * body_bytes / MB, 1),

@@ -62,7 +62,8 @@ def test_ingest_benchmark_reports_both_servers_and_the_memory_of_ingest() -> Non
                     for key in ("requests", "deliveries_per_s", "p50_ms", "p99_ms")
                 ),
             )
-            assert at(report, f"sizes.{size}.{side}.errors") == 0
+            errors = at(report, f"sizes.{size}.{side}.errors")
+            assert errors == 0, at(report, f"sizes.{size}.{side}.error_kinds")
         assert_positive(report, f"sizes.{size}.ratio", f"sizes.{size}.body_bytes")
     assert_positive(
         report,

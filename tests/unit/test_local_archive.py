@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -84,6 +85,44 @@ def test_the_root_is_created_on_first_write(tmp_path: Path) -> None:
     archive = LocalArchive(tmp_path / "new" / "archive")
     archive.put(KEY, b"{}")
     assert archive.read(KEY) == b"{}"
+
+
+def first_writes_at_once(archive: LocalArchive, writers: int) -> list[Exception]:
+    """``writers`` threads each put one body into ``archive`` at the same moment."""
+    start = threading.Barrier(writers)
+    failures: list[Exception] = []
+
+    def first_write(n: int) -> None:
+        start.wait()
+        try:
+            archive.put(KEY.replace("0001.json", f"{n:04d}.json"), b"{}")
+        except Exception as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=first_write, args=(n,)) for n in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return failures
+
+
+def test_concurrent_first_writes_into_a_new_root_all_commit(tmp_path: Path) -> None:
+    """A fresh install's first deliveries arrive at once: none may see a root unmarked.
+
+    A root made and marked in two steps looked, between them, like an unmounted
+    volume's empty mount point to the other writers, which refused their bodies (the
+    ingest benchmark's first requests got 503).
+    """
+    writers = 16
+    for trial in range(20):
+        archive = LocalArchive(tmp_path / f"trial-{trial}" / "archive")
+        failures = first_writes_at_once(archive, writers)
+        assert failures == [], f"trial {trial}: {failures[0]!r}"
+        assert len(list(archive.keys())) == writers
+        # the losers of the race to make the root left no staging folder behind
+        assert os.listdir(archive.root.parent) == ["archive"]
+        assert stat.S_IMODE(archive.root.stat().st_mode) == 0o700
 
 
 def test_bodies_and_folders_are_private_to_the_service(tmp_path: Path) -> None:

@@ -21,7 +21,9 @@ before the marker) is adopted: the marker is written beside them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import stat
 import tempfile
 import time
@@ -94,21 +96,48 @@ class LocalArchive:
         try:
             if marker.is_file():
                 return
-            created: list[Path] = []
             if not self.root.exists():
                 if not create:
                     raise ArchiveUnavailable("archive root is missing")
-                created = private_dirs(self.root)
-            elif not any(entry.name != MARKER for entry in os.scandir(self.root)):
+                self._create_root()
+                return
+            with os.scandir(self.root) as it:
+                names = {entry.name for entry in it}
+            if MARKER in names:
+                return  # another writer made the root between the two looks
+            if not names:
                 raise ArchiveUnavailable(
                     f"archive root holds no {MARKER} marker and nothing else: is its volume"
                     f" mounted? (a new, empty folder: create the file {MARKER} in it)"
                 )
-            _write_marker(marker)
-            for folder in created:  # the new root's own entry, and its new parents'
-                _fsync_dir(folder.parent)
+            _write_marker(marker)  # adopted: bodies from before the marker
         except OSError as e:
             raise ArchiveUnavailable(f"archive root check failed: {e.strerror}") from e
+
+    def _create_root(self) -> None:
+        """Make the root with its marker already in it, in one step.
+
+        The root appears by a rename of a marked staging folder beside it, so no writer,
+        in this process or another, ever sees it without its marker: a root that was
+        made and not yet marked would look like an unmounted volume's empty mount point
+        to a concurrent first write, which would then refuse its body. A writer that
+        loses the race to make the root keeps the winner's and removes its own staging
+        folder; a crash leaves at most an empty staging folder beside the root.
+        """
+        parent = self.root.parent
+        created = private_dirs(parent)
+        staging = Path(tempfile.mkdtemp(prefix=f"{MARKER}-new-", dir=parent))
+        try:
+            _write_marker(staging / MARKER)
+            os.rename(staging, self.root)
+        except OSError as e:
+            shutil.rmtree(staging, ignore_errors=True)
+            if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                return  # another writer made the root, with its marker, meanwhile
+            raise
+        _fsync_dir(parent)
+        for folder in created:  # each new parent's own entry
+            _fsync_dir(folder.parent)
 
     def sweep(self, older_than_s: float) -> int:
         """Delete the files in ``.tmp/`` not modified for ``older_than_s`` seconds."""
