@@ -17,7 +17,9 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -195,6 +197,45 @@ def metrics_body(size: int, seed: int = 7) -> bytes:
     return orjson.dumps(metrics_document(max(20, int(size / per_point)), seed))
 
 
+# --- PostgreSQL ------------------------------------------------------------------------
+
+#: a maintenance database on the server the benchmarks use (the tests' server by default)
+PG_URL = os.environ.get("HEALTHLOG_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def pg_unreachable(url: str = PG_URL) -> str | None:
+    """Why the PostgreSQL server of ``url`` cannot be used, or None."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        # libpq's first line says which host and port, and why
+        lines = str(exc).strip().splitlines()
+        return lines[0].strip() if lines else type(exc).__name__
+    return None
+
+
+@contextlib.contextmanager
+def pg_database(url: str = PG_URL) -> Iterator[str]:
+    """A new, empty database on the server of ``url``, its URL; dropped on the way out.
+
+    ``healthlog_bench_<pid>_<random>``, dropped ``WITH (FORCE)``: connections that a
+    server left open (or a SIGTERM's ``SystemExit``) do not leave it behind.
+    """
+    import psycopg
+
+    name = f"healthlog_bench_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield url.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 # --- servers ---------------------------------------------------------------------------
 
 
@@ -233,18 +274,45 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def start_server(target: str, source: Path, env: Mapping[str, str], log_dir: Path) -> Server:
+    """Serve ``target`` from ``source``, in its own process group.
+
+    A Ctrl-C then reaches the benchmark only, which stops the server on its way out, and
+    a server that will not stop is killed together with its gunicorn worker.
+    """
+    return Server.start(target, source=source, env=env, cwd=ROOT, log_dir=log_dir, own_group=True)
+
+
 @contextlib.contextmanager
 def function_server(
     target: str, source: Path, env: Mapping[str, str], log_dir: Path
 ) -> Iterator[Server]:
-    """Serve ``target`` from ``source``; stop it on the way out.
-
-    In its own process group: a Ctrl-C reaches the benchmark only, which stops the
-    server on its way out, and a server that will not stop is killed together with its
-    gunicorn worker.
-    """
-    server = Server.start(target, source=source, env=env, cwd=ROOT, log_dir=log_dir, own_group=True)
+    """Serve ``target`` from ``source`` (``start_server``); stop it on the way out."""
+    server = start_server(target, source, env, log_dir)
     try:
         yield server
     finally:
         server.stop()
+
+
+class ServerPool(contextlib.AbstractContextManager["ServerPool"]):
+    """Any number of servers (``start``), all stopped at once on the way out.
+
+    At once, each in a thread of its own: a server that has served a request can take
+    a second to stop (ingest's does), and ten of them in turn would take ten.
+    """
+
+    def __init__(self) -> None:
+        self.servers: list[Server] = []
+
+    def start(self, target: str, source: Path, env: Mapping[str, str], log_dir: Path) -> Server:
+        server = start_server(target, source, env, log_dir)
+        self.servers.append(server)
+        return server
+
+    def __exit__(self, *exc: object) -> None:
+        stoppers = [threading.Thread(target=server.stop) for server in self.servers]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join()

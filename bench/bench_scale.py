@@ -24,12 +24,10 @@ server cannot be reached, that backend's entry says why instead of figures.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sqlite3
 import sys
 import tempfile
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,7 +59,6 @@ from healthlog.model import NewDelivery, OutcomeClass, ParseStatus
 TARGET_RATIO = 0.8
 #: the history ends the day before the bodies' own days begin
 BODIES_START = datetime(2024, 6, 1, tzinfo=UTC)
-PG_URL = os.environ.get("HEALTHLOG_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 OFFSET = 60
 
 
@@ -159,43 +156,26 @@ def sqlite_store(folder: Path) -> Iterator[Store]:
 def postgres_store(_: Path) -> Iterator[Store]:
     import psycopg
 
-    name = f"hl_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_URL, autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = PG_URL.rsplit("/", 1)[0] + "/" + name
-    journal = PostgresJournal(url)
+    with _common.pg_database() as url:
+        journal = PostgresJournal(url)
 
-    def size() -> int:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("VACUUM ANALYZE")
-            found = conn.execute(
-                "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
-                " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = 'public' AND c.relkind = 'r'"
-            ).fetchone()
-        return int(found[0] or 0) if found else 0
+        def size() -> int:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("VACUUM ANALYZE")
+                found = conn.execute(
+                    "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+                    " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = 'public' AND c.relkind = 'r'"
+                ).fetchone()
+            return int(found[0] or 0) if found else 0
 
-    try:
-        yield Store(journal, size)
-    finally:
-        journal.close()
-        with psycopg.connect(PG_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        try:
+            yield Store(journal, size)
+        finally:
+            journal.close()
 
 
 STORES = {"sqlite": sqlite_store, "postgres": postgres_store}
-
-
-def _pg_unreachable() -> str | None:
-    import psycopg
-
-    try:
-        with psycopg.connect(PG_URL, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except psycopg.Error as exc:
-        lines = str(exc).strip().splitlines()
-        return lines[0].strip() if lines else type(exc).__name__
-    return None
 
 
 def measure(backend: str, mode: Mode, history: int, folder: Path) -> dict[str, Any]:
@@ -264,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         for backend in args.backend or sorted(STORES):
             folder = Path(tmp) / backend
             folder.mkdir()
-            reason = _pg_unreachable() if backend == "postgres" else None
+            reason = _common.pg_unreachable() if backend == "postgres" else None
             if reason is not None:
                 report[backend] = {"unavailable": reason}
                 continue

@@ -17,9 +17,9 @@ from tests.conftest import REQUIRE_POSTGRES
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_quick(name: str) -> dict[str, Any]:
+def run_quick(name: str, *flags: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / f"bench_{name}.py"), "--quick"],
+        [sys.executable, str(ROOT / "bench" / f"bench_{name}.py"), "--quick", *flags],
         cwd=ROOT,
         capture_output=True,
         timeout=300,
@@ -50,21 +50,53 @@ def assert_positive(report: dict[str, Any], *paths: str) -> None:
 
 
 def test_ingest_benchmark_reports_both_servers_and_the_memory_of_ingest() -> None:
-    """Per body size: throughput and latency of ingest and of the no-op, and their ratio."""
-    report = run_quick("ingest")
+    """Per body size: throughput and latency of ingest and of both floors (the no-op and
+    the physical one), their ratios, on SQLite and PostgreSQL, with 1 and 2 server
+    processes; the memory of ingest; and the profile of its accept."""
+    report = run_quick("ingest", "--profile")
     assert set(report["sizes"]) == {"100KB", "5MB"}
-    for size in report["sizes"]:
-        for side in ("ingest", "noop"):
+    postgres = report["postgres"]
+    if "skipped" in postgres and not REQUIRE_POSTGRES:
+        print(f"postgres not measured: {postgres['skipped']}")
+    figures = {"sizes": report["sizes"]}
+    if "skipped" not in postgres or REQUIRE_POSTGRES:
+        assert set(at(report, "postgres.sizes")) == {"100KB", "5MB"}
+        figures["postgres.sizes"] = postgres["sizes"]
+    for where, sizes in figures.items():
+        for size, result in sizes.items():
+            for side in ("ingest", "noop", "physical"):
+                if side not in result:
+                    continue  # PostgreSQL's entry holds ingest only: its floors are above
+                assert_positive(
+                    report,
+                    *(
+                        f"{where}.{size}.{side}.{key}"
+                        for key in ("requests", "deliveries_per_s", "p50_ms", "p99_ms")
+                    ),
+                )
+                errors = at(report, f"{where}.{size}.{side}.errors")
+                assert errors == 0, at(report, f"{where}.{size}.{side}.error_kinds")
             assert_positive(
                 report,
                 *(
-                    f"sizes.{size}.{side}.{key}"
-                    for key in ("requests", "deliveries_per_s", "p50_ms", "p99_ms")
+                    f"{where}.{size}.{key}"
+                    for key in ("ratio", "ratio_to_physical", "p99_ratio", "p99_ratio_to_physical")
                 ),
             )
-            errors = at(report, f"sizes.{size}.{side}.errors")
-            assert errors == 0, at(report, f"sizes.{size}.{side}.error_kinds")
-        assert_positive(report, f"sizes.{size}.ratio", f"sizes.{size}.body_bytes")
+        assert_positive(report, "sizes.5MB.body_bytes")
+    processes = report["processes"]
+    assert processes["counts"] == [1, 2]
+    kinds = ["noop", "physical", "sqlite", *(["postgres"] if len(figures) == 2 else [])]
+    for size in processes["sizes"]:
+        assert set(processes["sizes"][size]) == set(kinds)
+        for kind in kinds:
+            for n in ("1", "2"):
+                where = f"processes.sizes.{size}.{kind}.{n}"
+                assert_positive(report, f"{where}.deliveries_per_s", f"{where}.scaling")
+                assert at(report, f"{where}.errors") == 0
+    assert report["profile_top"]["100KB"] and report["profile_top"]["5MB"]
+    for entries in report["profile_top"].values():
+        assert all(entry["function"] and entry["share"] > 0 for entry in entries)
     assert_positive(
         report,
         "ingest_memory.server_peak_rss_mib.after_100KB",
