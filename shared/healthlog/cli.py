@@ -520,7 +520,10 @@ def dashboard(
             opened.journal,
             opened.archive,
             DashboardOptions(
-                account_name=account, require_sign_in=sign_in, secure_cookies=secure_cookies
+                account_name=account,
+                require_sign_in=sign_in,
+                secure_cookies=secure_cookies,
+                priority=settings.priority(),
             ),
         )
 
@@ -567,7 +570,11 @@ def mcp(http: bool, host: str, port: int, account: str | None, token: str | None
     mcp_server.refuse_off_loopback(http, host)
     settings = obtain_settings()
     with store.opened(settings, "read") as opened:
-        reads = Reads.of(opened.journal, accounts.find_id(opened.journal, chosen))
+        reads = Reads.of(
+            opened.journal,
+            accounts.find_id(opened.journal, chosen),
+            opened.settings.priority(),
+        )
 
         def banner(url: str) -> None:
             click.echo(f"healthlog MCP server (read-only) at  {url}", err=True)
@@ -966,6 +973,11 @@ def metrics(account: str | None, token: str | None, as_json: bool) -> None:
     help="geojson and gpx: workouts with their routes (--section workouts).",
 )
 @click.option("-o", "--output", type=OutputFile(), help="File to write (default: stdout).")
+@click.option(
+    "--every-point",
+    is_flag=True,
+    help="Also the points that count nothing where sources overlap (with counted 0).",
+)
 @account_options
 def export(
     metric: str | None,
@@ -974,6 +986,7 @@ def export(
     end: ranges.Bound | None,
     fmt: str,
     output: Path | None,
+    every_point: bool,
     account: str | None,
     token: str | None,
 ) -> None:
@@ -983,8 +996,13 @@ def export(
     Times in the output are UTC, with the phone's offset beside them. The range is
     [--from, --to): a point is in when it starts at or after --from and before --to,
     compared as instants.
+
+    Where sources overlap (an import and HAE on the same day, an iPhone and a Watch
+    counting the same steps), each point's `counted` column says what the dashboard,
+    plots and summaries count of it, and points that count nothing are left out
+    (docs/history.md, "One truth when sources overlap").
     """
-    from healthlog import names, points_export, progress, records_export, store
+    from healthlog import names, points_export, progress, reads, records_export, store
     from healthlog.reads import UnknownName
 
     if metric is not None and section is not None:
@@ -1020,9 +1038,13 @@ def export(
                 )  # fmt: skip
                 records_export.write(bar.wrap(records), out, fmt)
             else:
-                points = journal.export_points(
-                    account_id=account_id, metric=metric, start_from=start_from,
-                    start_to=start_to,
+                low, high = reads.widened(start_from, start_to)
+                stored = journal.export_points(
+                    account_id=account_id, metric=metric, start_from=low, start_to=high
+                )
+                points = reads.counted_stream(
+                    journal, stored, opened.settings.priority(), keep_all=every_point,
+                    within=(start_from, start_to),
                 )  # fmt: skip
                 points_export.write(bar.wrap(points), out, fmt)
 
@@ -1067,7 +1089,7 @@ def plot(
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
         journal = opened.journal
-        reads = Reads.of(journal, accounts.find_id(journal, chosen))
+        reads = Reads.of(journal, accounts.find_id(journal, chosen), opened.settings.priority())
         bounds, _ = _range(journal, reads.account, start, end)
         start_from, start_to = bounds.texts()
         try:
@@ -1115,7 +1137,7 @@ def coverage(
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
         journal = opened.journal
-        reads = Reads.of(journal, accounts.find_id(journal, chosen))
+        reads = Reads.of(journal, accounts.find_id(journal, chosen), opened.settings.priority())
         bounds, zone = _range(journal, reads.account, start, end)
         try:
             found = reads.coverage(

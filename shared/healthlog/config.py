@@ -11,9 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from healthlog import urls
 from healthlog.errors import ConfigError
+
+if TYPE_CHECKING:
+    from healthlog.overlap import SourcePriority
 
 MB = 1024 * 1024
 DEFAULT_JOURNAL_URL = "sqlite:///var/healthlog.db"
@@ -72,6 +76,10 @@ class Settings:
     # seconds, in its headers, its body or between requests, is closed (waitress's
     # channel_timeout); a request the function is working on is never cut
     client_idle_timeout_s: int = 60
+    # reads: where cumulative samples of several sources overlap in time, which source
+    # counts first: name fragments, first first, matched case-insensitively
+    # (healthlog.overlap; docs/history.md, "One truth when sources overlap")
+    source_priority: str = "watch,iphone"
     log_level: str = "INFO"
 
     @classmethod
@@ -106,6 +114,13 @@ class Settings:
             raise ConfigError("sizes and counts must be positive")
         if self.client_idle_timeout_s <= 0:
             raise ConfigError(f"{ENV_PREFIX}CLIENT_IDLE_TIMEOUT_S must be a positive number")
+        self.priority()  # a ConfigError naming the variable now, not at the first read
+
+    def priority(self) -> SourcePriority:
+        """``source_priority`` read: which source counts first where samples overlap."""
+        from healthlog.overlap import SourcePriority
+
+        return SourcePriority.parse(self.source_priority)
 
 
 ENV_PREFIX = "HEALTHLOG_"

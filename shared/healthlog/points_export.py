@@ -9,6 +9,12 @@ A value the fold converted to its metric's canonical unit (``extra`` keeps what 
 sent: ``sent_qty``, ``sent_unit``) is stored rounded to the precision the conversion
 justifies (``hae.units.justified``); one folded before that rule is written rounded the
 same way, so 165.3 lb is written 74.979 kg, not 74.97881876100001.
+
+``counted`` is what healthlog's own reads count of the point where sources overlap
+(``healthlog.overlap``: one origin per metric and day, and for cumulative metrics a
+source priority): ``qty`` for most points, a share of it for a sample partly covered
+by a source before it. Points that count nothing are left out unless every point is
+asked for; they are then written with ``counted`` 0.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ from typing import IO, Any
 
 from healthlog.hae import units
 from healthlog.journal.port import StoredPoint
+from healthlog.overlap import Candidate
 
 FORMATS = ("csv", "jsonl")
 COLUMNS = [
     "account_id", "metric", "field", "source", "start", "utc_offset", "end",
-    "qty", "text", "unit", "extra", "delivery_id",
+    "qty", "counted", "text", "unit", "extra", "delivery_id",
 ]  # fmt: skip
 
 
@@ -43,8 +50,13 @@ def _shown_qty(stored: StoredPoint) -> float | None:
     return units.justified(p.qty, sent_qty, conv.factor)
 
 
-def row(stored: StoredPoint) -> dict[str, Any]:
+def row(found: Candidate[StoredPoint]) -> dict[str, Any]:
+    stored = found.item
     p = stored.point
+    shown = _shown_qty(stored)
+    counted = found.counted
+    if counted is not None and counted == p.qty:
+        counted = shown  # counted whole: written as qty is
     return {
         "account_id": stored.account_id,
         "metric": p.metric,
@@ -53,7 +65,8 @@ def row(stored: StoredPoint) -> dict[str, Any]:
         "start": p.start,
         "utc_offset": p.utc_offset,
         "end": p.end,
-        "qty": _shown_qty(stored),
+        "qty": shown,
+        "counted": counted,
         "text": p.text,
         "unit": p.unit,
         "extra": p.extra,
@@ -61,11 +74,11 @@ def row(stored: StoredPoint) -> dict[str, Any]:
     }
 
 
-def rows(points: Iterable[StoredPoint]) -> Iterator[dict[str, Any]]:
+def rows(points: Iterable[Candidate[StoredPoint]]) -> Iterator[dict[str, Any]]:
     return (row(p) for p in points)
 
 
-def write(points: Iterable[StoredPoint], out: IO[str], fmt: str) -> int:
+def write(points: Iterable[Candidate[StoredPoint]], out: IO[str], fmt: str) -> int:
     """Write ``points`` to ``out`` as ``fmt`` (csv with a header, or jsonl); the count."""
     count = 0
     if fmt == "csv":

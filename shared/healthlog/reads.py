@@ -25,7 +25,7 @@ import difflib
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from enum import StrEnum
@@ -33,8 +33,9 @@ from typing import Any
 
 import orjson
 
+from healthlog import overlap
 from healthlog.errors import AccountNotFound, HealthlogError
-from healthlog.journal.port import BucketRow, CatalogEntry, Journal, Summary
+from healthlog.journal.port import BucketRow, CatalogEntry, Journal, StoredPoint, Summary
 from healthlog.journal.rows import first_at_or_after, from_text, to_text
 from healthlog.model import Account, Delivery, Item, Record
 
@@ -345,12 +346,25 @@ def auto_resolution(
 class Reads:
     """The reads of one account's data."""
 
-    def __init__(self, journal: Journal, account: Account) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        account: Account,
+        priority: overlap.SourcePriority = overlap.DEFAULT,
+    ) -> None:
         self.journal = journal
         self.account = account
+        #: which source counts first where cumulative samples overlap (healthlog.overlap)
+        self.priority = priority
+        self._imported: frozenset[str] | None = None
 
     @classmethod
-    def of(cls, journal: Journal, account_id: str | None = None) -> Reads:
+    def of(
+        cls,
+        journal: Journal,
+        account_id: str | None = None,
+        priority: overlap.SourcePriority = overlap.DEFAULT,
+    ) -> Reads:
         """The reads of an account by id, or of the journal's only account (None).
 
         Raises AccountNotFound for an unknown id or a journal without accounts, and
@@ -360,7 +374,7 @@ class Reads:
             found = journal.get_account(account_id)
             if found is None:
                 raise AccountNotFound("no such account")
-            return cls(journal, found)
+            return cls(journal, found, priority)
         accounts = journal.accounts()
         if not accounts:
             raise AccountNotFound("no accounts yet: `healthlog account add NAME` makes one")
@@ -368,7 +382,7 @@ class Reads:
             raise HealthlogError(
                 "this journal has several accounts: choose one with --account NAME or --token -"
             )
-        return cls(journal, accounts[0])
+        return cls(journal, accounts[0], priority)
 
     # --- names --------------------------------------------------------------------------
 
@@ -451,41 +465,96 @@ class Reads:
         if resolution is None:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
         kind = info.kind
+        ruled = self.overlaps_possible(info, source)
         if resolution is Resolution.RAW:
             samples: list[Sample] = []
             truncated = False
-            points = self.journal.export_points(
-                account_id=self.account.id,
-                metric=metric,
-                field=info.field,
-                source=source,
-                start_from=_bound(start),
-                start_to=_bound(end),
+            points = self.counted_points(
+                metric, info.field, start=start, end=end, source=source, ruled=ruled
             )
-            for stored in points:
+            for found in points:
                 if len(samples) >= limit:
                     truncated = True
                     # end the stream now: its snapshot is not held until collected
-                    close = getattr(points, "close", None)
-                    if close is not None:
-                        close()
+                    points.close()
                     break
-                p = stored.point
+                p = found.item.point
                 t = local_text(p.start, p.utc_offset)
                 assert t is not None
-                samples.append(Sample(t, p.qty, p.qty, p.qty, 1, p.source))
+                value = found.counted
+                samples.append(Sample(t, value, value, value, 1, p.source))
             return Series(metric, info.field, info.unit, kind, resolution, samples, truncated)
-        rows = self.journal.point_buckets(
-            account_id=self.account.id,
-            metric=metric,
-            field=info.field,
-            bucket=resolution.value,  # type: ignore[arg-type]
-            start_from=_bound(start),
-            start_to=_bound(end),
-            source=source,
-        )
+        if ruled:
+            counted = self.counted_points(metric, info.field, start=start, end=end, source=source)
+            rows = overlap.buckets(counted, resolution.value)
+        else:
+            rows = self.journal.point_buckets(
+                account_id=self.account.id,
+                metric=metric,
+                field=info.field,
+                bucket=resolution.value,  # type: ignore[arg-type]
+                start_from=_bound(start),
+                start_to=_bound(end),
+                source=source,
+            )
         samples = [_sample(row, kind) for row in rows[:limit]]
         return Series(metric, info.field, info.unit, kind, resolution, samples, len(rows) > limit)
+
+    # --- one truth where sources overlap -------------------------------------------------
+
+    def imported(self) -> frozenset[str]:
+        """The ids of the account's imports of the Health app's export (read once)."""
+        if self._imported is None:
+            self._imported = self.journal.imported_deliveries(self.account.id)
+        return self._imported
+
+    def overlaps_possible(self, info: MetricInfo, source: str | None = None) -> bool:
+        """Whether the overlap rule can change a read of ``info`` (else: plain SQL).
+
+        Only an account with imports can hold a day from two origins (rule 1), and only
+        a cumulative metric from several sources, read without a source filter, can
+        hold overlapping samples (rule 2).
+        """
+        if self.imported():
+            return True
+        return info.kind is Kind.CUMULATIVE and source is None and len(info.sources) > 1
+
+    def counted_points(
+        self,
+        metric: str,
+        field: str | None = None,
+        *,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+        source: str | None = None,
+        ruled: bool = True,
+    ) -> Generator[overlap.Candidate[StoredPoint], None, None]:
+        """The stored points of ``metric`` in [start, end) that count, with how much.
+
+        ``ruled=False``: every point, counted whole (a read the rule cannot change).
+        """
+        low, high = (_bound(start), _bound(end))
+        if ruled:
+            low, high = widened(low, high)
+        stored = self.journal.export_points(
+            account_id=self.account.id,
+            metric=metric,
+            field=field,
+            source=source,
+            start_from=low,
+            start_to=high,
+        )
+        try:
+            if ruled:
+                yield from counted_stream(
+                    self.journal, stored, self.priority, within=(_bound(start), _bound(end))
+                )
+            else:
+                yield from (_candidate(p, frozenset()) for p in stored)
+        finally:
+            close = getattr(stored, "close", None)
+            if close is not None:
+                close()  # end the stream now: its snapshot is not held until collected
 
     def daily(
         self,
@@ -676,6 +745,67 @@ class Reads:
 #: a metric is *daily* when at least this share of the days of its span have data; only
 #: then is a day without data a gap (a weekly weigh-in has no gaps between weigh-ins)
 DAILY_SHARE = 0.5
+
+
+def widened(low: str | None, high: str | None) -> tuple[str | None, str | None]:
+    """Bounds a day wider on each side: the overlap rule decides each day whole.
+
+    A day of the phone's clock reaches up to 14 h either side of its UTC day, so the
+    points read from a day before ``low`` to a day after ``high`` hold every day that
+    [low, high) touches; ``counted_stream(within=...)`` cuts them back once decided.
+    """
+    wide_low, wide_high = _as_datetime(low), _as_datetime(high)
+    return (
+        None if wide_low is None else to_text(wide_low - timedelta(days=1)),
+        None if wide_high is None else to_text(wide_high + timedelta(days=1)),
+    )
+
+
+def counted_stream(
+    journal: Journal,
+    stored: Iterable[StoredPoint],
+    priority: overlap.SourcePriority = overlap.DEFAULT,
+    *,
+    keep_all: bool = False,
+    within: tuple[str | None, str | None] = (None, None),
+) -> Iterator[overlap.Candidate[StoredPoint]]:
+    """Stored points in export order (account, metric, start), as the overlap rule counts them.
+
+    Each account's imports are looked up once. ``within``: only points that start in
+    [low, high) come out (read them ``widened``, so their days are decided whole).
+    """
+    low, high = within
+    imported: dict[str, frozenset[str]] = {}
+    for (account_id, metric), group in itertools.groupby(
+        stored, key=lambda p: (p.account_id, p.point.metric)
+    ):
+        if account_id not in imported:
+            imported[account_id] = journal.imported_deliveries(account_id)
+        ids = imported[account_id]
+        for found in overlap.counted(
+            (_candidate(p, ids) for p in group),
+            cumulative=kind_of(metric) is Kind.CUMULATIVE,
+            priority=priority,
+            keep_all=keep_all,
+        ):
+            if (low is None or found.start >= low) and (high is None or found.start < high):
+                yield found
+
+
+def _candidate(p: StoredPoint, imported: frozenset[str]) -> overlap.Candidate[StoredPoint]:
+    point = p.point
+    return overlap.Candidate(
+        point.field,
+        point.start,
+        point.end,
+        point.utc_offset,
+        point.source,
+        point.qty,
+        p.delivery_id,
+        p.delivery_id in imported,
+        p,
+        point.qty,
+    )
 
 
 def find_gaps(days: dict[str, int]) -> tuple[list[Gap], bool]:

@@ -82,7 +82,8 @@ def filled(journal: Journal) -> Reads:
         [
             pt("step_count", "2026-03-02 00:30", 10),
             pt("step_count", "2026-03-02 08:00", 100),
-            pt("step_count", "2026-03-02 08:00", 5, source="Phone"),
+            # another source, not at the same time: healthlog's reads count it too
+            pt("step_count", "2026-03-02 08:30", 5, source="Phone"),
             pt("step_count", "2026-03-02 23:30", 40),
             pt("step_count", "2026-03-03 09:00", 7, offset=-240),  # 13:00 UTC, New York
             *(

@@ -168,7 +168,8 @@ def steps_and_hr(send: Deliveries) -> None:
         [
             pt("step_count", "2026-03-02 00:30", 10),  # 23:30 UTC the day before
             pt("step_count", "2026-03-02 08:00", 100),
-            pt("step_count", "2026-03-02 08:00", 5, source="Phone"),
+            # another source in the same minute, not at the same time: it counts too
+            pt("step_count", "2026-03-02 08:00:30", 5, source="Phone"),
             pt("step_count", "2026-03-02 08:01", 20),
             pt("step_count", "2026-03-02 23:30", 40),  # 22:30 UTC, still the 2nd locally
             pt("step_count", "2026-03-09 12:00", 7),  # the next week (a Monday)

@@ -45,6 +45,8 @@ NOT_IN_THE_CLOUD = {
     "Function URL's front end holds the connections",
     "HEALTHLOG_MAX_IMPORT_BYTES": "the import of the Health app's export runs on your "
     "machine (healthlog.importer), against the cloud's journal and bucket",
+    "HEALTHLOG_SOURCE_PRIORITY": "a setting of the reads (dashboard, plot, export, MCP), "
+    "which run on your machine; neither function reads points",
 }
 
 #: a Function URL request (the whole invoke payload) is at most 6 MB

@@ -35,7 +35,7 @@ SECTIONS = {
 
 def _reads() -> reads.Reads:
     ext = current_app.extensions["healthlog"]
-    return reads.Reads(ext["journal"], ext["current_account"]())
+    return reads.Reads(ext["journal"], ext["current_account"](), ext["options"].priority)
 
 
 def _archive() -> Archive:

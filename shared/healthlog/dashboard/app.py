@@ -27,7 +27,7 @@ from flask import Flask, Response, g, redirect, render_template, request, url_fo
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from werkzeug.exceptions import HTTPException
 
-from healthlog import log, reads, tokens
+from healthlog import log, overlap, reads, tokens
 from healthlog.archive.port import Archive
 from healthlog.journal.port import Journal
 from healthlog.model import Account
@@ -51,6 +51,8 @@ class DashboardOptions:
     account_name: str | None = None  # show only this account
     require_sign_in: bool = False
     secure_cookies: bool = False  # Secure cookies even over plain HTTP (behind a TLS proxy)
+    # which source counts first where samples overlap (HEALTHLOG_SOURCE_PRIORITY)
+    priority: overlap.SourcePriority = overlap.DEFAULT
 
 
 #: the pages that draw charts, and so load plotly.js
@@ -242,7 +244,7 @@ def create_app(
     def page_reads() -> reads.Reads | None:
         """The reads of the account in view, or None when the page's JS should say why."""
         try:
-            return reads.Reads(journal, current_account())
+            return reads.Reads(journal, current_account(), options.priority)
         except DashboardError as exc:
             if exc.status == 401:
                 raise

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import orjson
 
 from healthlog import errors, ids
+from healthlog.archive import keys
 from healthlog.journal import migrate as migrations
 from healthlog.journal import rows
 from healthlog.journal.driver import Busy, Connection, Driver, Layer, Params
@@ -769,6 +770,13 @@ class SqlJournal:
         day_to: str | None = None,
     ) -> list[tuple[str, str, int]]:
         return self._days("metric_days", account_id, metric, day_from, day_to)
+
+    def imported_deliveries(self, account_id: str) -> frozenset[str]:
+        found = self._fetch(
+            self._sql["imported_deliveries"],
+            {"account_id": account_id, "zip": keys.EXPORT_ZIP, "xml": keys.EXPORT_XML},
+        )
+        return frozenset(str(row[0]) for row in found)
 
     def late_points(
         self,

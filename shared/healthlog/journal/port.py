@@ -346,6 +346,9 @@ class Journal(Protocol):
         from the moment its key enters the showcase. Days in ``[day_from, day_to)``.
         """
 
+    def imported_deliveries(self, account_id: str) -> frozenset[str]:
+        """The ids of the account's deliveries that are imports of the Health app's export."""
+
     def late_points(
         self,
         *,

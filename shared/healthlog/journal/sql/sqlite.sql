@@ -274,6 +274,11 @@ WHERE account_id = :account_id AND metric = :metric AND field = :field /*and*/
 GROUP BY bucket
 ORDER BY bucket
 
+-- imported_deliveries --
+-- The deliveries of an account that are imports of the Health app's export (their
+-- content types): the origin the overlap rule tells apart from HAE's (healthlog.overlap).
+SELECT id FROM deliveries WHERE account_id = :account_id AND content_type IN (:zip, :xml)
+
 -- metric_days --
 -- Per metric, the points of an account on each day of the phone's clock (point_days,
 -- kept as the fold writes).
