@@ -349,6 +349,35 @@ def test_a_crash_suspect_gets_one_more_try_alone_after_the_rest_of_the_backlog(
     assert any("fold.crash_retry" in r.getMessage() for r in caplog.records)
 
 
+def test_a_crash_suspects_last_try_waits_for_a_pass_with_the_time_for_it(
+    phone: Phone, journal: Journal, archive: Any
+) -> None:
+    """The backlog used the pass's time: the suspect is not begun at its end."""
+    suspect, other = phone.send(steps(1)), phone.send(steps(2))
+    for _ in range(3):
+        journal.begin_attempt(suspect)
+    folded: list[str] = []
+    player = Player(journal, archive, PlayOptions(max_attempts=3))
+    play = player.play
+
+    def recording(delivery_id: str, **kw: Any) -> Any:
+        outcome = play(delivery_id, **kw)
+        folded.append(f"{delivery_id}:{outcome.klass.value}")
+        return outcome
+
+    player.play = recording  # type: ignore[method-assign]
+    # an invocation's clock: plenty of time until the backlog is folded, then none
+    report = FoldPass(journal, player).pass_once(
+        time_left=lambda: 0.5 if f"{other}:parsed" in folded else 60.0, margin_s=1.0
+    )
+    assert folded == [f"{suspect}:deferred", f"{other}:parsed"]
+    assert report.stopped == "budget"
+    assert status_of(journal, suspect) is ParseStatus.PENDING
+    # the next pass, with time, gives it its last try
+    FoldPass(journal, player).pass_once(time_left=lambda: 60.0, margin_s=1.0)
+    assert folded[-1] == f"{suspect}:parsed"
+
+
 def test_fewer_crashes_than_the_limit_still_fold(
     phone: Phone, journal: Journal, archive: Any
 ) -> None:
