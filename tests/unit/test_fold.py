@@ -318,15 +318,16 @@ def test_delivery_whose_folds_kept_killing_the_process_becomes_failed_crashed(
     assert (stored.status, stored.failure, stored.points) == (ParseStatus.FAILED, "crashed", 0)
 
 
-def test_a_crash_suspect_gets_one_more_try_alone_after_the_rest_of_the_backlog(
-    phone: Phone, journal: Journal, archive: Any, caplog: Any
-) -> None:
-    """Kills from outside can land in one innocent fold again and again: the pass
-    defers it at the limit and tries it last, on its own, instead of failing it."""
+def a_suspect_and_another(phone: Phone, journal: Journal) -> tuple[str, str]:
+    """Two deliveries, the first killed by outside kills at each of its three folds."""
     suspect, other = phone.send(steps(1)), phone.send(steps(2))
     for _ in range(3):
         journal.begin_attempt(suspect)
-    folded: list[str] = []
+    return suspect, other
+
+
+def recording_player(journal: Journal, archive: Any, folded: list[str]) -> Player:
+    """A Player that notes ``id:class:reason`` of each play in ``folded``."""
     player = Player(journal, archive, PlayOptions(max_attempts=3))
     play = player.play
 
@@ -336,6 +337,17 @@ def test_a_crash_suspect_gets_one_more_try_alone_after_the_rest_of_the_backlog(
         return outcome
 
     player.play = recording  # type: ignore[method-assign]
+    return player
+
+
+def test_a_crash_suspect_gets_one_more_try_alone_after_the_rest_of_the_backlog(
+    phone: Phone, journal: Journal, archive: Any, caplog: Any
+) -> None:
+    """Kills from outside can land in one innocent fold again and again: the pass
+    defers it at the limit and tries it last, on its own, instead of failing it."""
+    suspect, other = a_suspect_and_another(phone, journal)
+    folded: list[str] = []
+    player = recording_player(journal, archive, folded)
     with caplog.at_level(logging.WARNING, logger="healthlog.fold"):
         report = FoldPass(journal, player).pass_once()
 
@@ -353,29 +365,19 @@ def test_a_crash_suspects_last_try_waits_for_a_pass_with_the_time_for_it(
     phone: Phone, journal: Journal, archive: Any
 ) -> None:
     """The backlog used the pass's time: the suspect is not begun at its end."""
-    suspect, other = phone.send(steps(1)), phone.send(steps(2))
-    for _ in range(3):
-        journal.begin_attempt(suspect)
+    suspect, other = a_suspect_and_another(phone, journal)
     folded: list[str] = []
-    player = Player(journal, archive, PlayOptions(max_attempts=3))
-    play = player.play
-
-    def recording(delivery_id: str, **kw: Any) -> Any:
-        outcome = play(delivery_id, **kw)
-        folded.append(f"{delivery_id}:{outcome.klass.value}")
-        return outcome
-
-    player.play = recording  # type: ignore[method-assign]
+    player = recording_player(journal, archive, folded)
     # an invocation's clock: plenty of time until the backlog is folded, then none
     report = FoldPass(journal, player).pass_once(
-        time_left=lambda: 0.5 if f"{other}:parsed" in folded else 60.0, margin_s=1.0
+        time_left=lambda: 0.5 if f"{other}:parsed:None" in folded else 60.0, margin_s=1.0
     )
-    assert folded == [f"{suspect}:deferred", f"{other}:parsed"]
+    assert folded == [f"{suspect}:deferred:crash_suspect", f"{other}:parsed:None"]
     assert report.stopped == "budget"
     assert status_of(journal, suspect) is ParseStatus.PENDING
     # the next pass, with time, gives it its last try
     FoldPass(journal, player).pass_once(time_left=lambda: 60.0, margin_s=1.0)
-    assert folded[-1] == f"{suspect}:parsed"
+    assert folded[-1] == f"{suspect}:parsed:None"
 
 
 def test_fewer_crashes_than_the_limit_still_fold(
