@@ -40,7 +40,7 @@ import bisect
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Generic, TypeVar
 
 from healthlog.errors import ConfigError
@@ -125,15 +125,18 @@ def counted(
     ``counted`` 0. Out: a day at a time, each in start order.
     """
     days: dict[tuple[str, str], list[Candidate[T]]] = {}
+    hour = ""
     for point in points:
-        # a day of the phone's clock D holds starts below D + 1 day + 14 h: every day
-        # before the date of (this start - 14 h) is complete
-        horizon = (_instant(point.start) - _DAY_REACH).date().isoformat()
-        while days:
-            first = min(days)
-            if first[0] >= horizon:
-                break
-            yield from _decide(days.pop(first), cumulative, priority, keep_all)
+        if point.start[:13] != hour:  # the horizon moves at most once an hour
+            hour = point.start[:13]
+            # a day of the phone's clock D holds starts below D + 1 day + 14 h: every
+            # day before the date of (this start - 14 h) is complete
+            horizon = (_instant(point.start) - _DAY_REACH).date().isoformat()
+            while days:
+                first = min(days)
+                if first[0] >= horizon:
+                    break
+                yield from _decide(days.pop(first), cumulative, priority, keep_all)
         key = (local_day(point.start, point.utc_offset), point.field)
         days.setdefault(key, []).append(point)
     for key in sorted(days):
@@ -237,12 +240,11 @@ def buckets(points: Iterable[Candidate[T]], bucket: str) -> list[BucketRow]:
     same points counted whole (a test holds the two to it): a point's bucket is read on
     the clock its offset gives, its value is what the rules count of it.
     """
-    key = _BUCKET_KEYS[bucket]
+    key = _bucket_key(bucket)
     found: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
     for p in points:
-        local = _instant(p.start) + timedelta(minutes=p.utc_offset or 0)
-        name = key(local)
+        name = key(p.start, p.utc_offset)
         counts[name] = counts.get(name, 0) + 1
         values = found.setdefault(name, [])
         if p.counted is not None:
@@ -264,10 +266,38 @@ def buckets(points: Iterable[Candidate[T]], bucket: str) -> list[BucketRow]:
     return rows
 
 
-_BUCKET_KEYS: dict[str, Callable[[datetime], str]] = {
-    "minute": lambda t: t.strftime("%Y-%m-%dT%H:%M"),
-    "hour": lambda t: t.strftime("%Y-%m-%dT%H:00"),
-    "day": lambda t: t.date().isoformat(),
-    "week": lambda t: (t.date() - timedelta(days=t.weekday())).isoformat(),
-    "month": lambda t: t.strftime("%Y-%m-01"),
-}
+def _bucket_key(bucket: str) -> Callable[[str, int | None], str]:
+    """The bucket of a UTC start on the phone's clock, as the journal's SQL names it.
+
+    Text arithmetic where the offset keeps the start on its UTC day (almost always),
+    a datetime only for the rest; weeks and months from the day, memoised.
+    """
+    if bucket in ("minute", "hour"):
+        hourly = bucket == "hour"
+
+        def clock(start: str, offset: int | None) -> str:
+            minutes = int(start[11:13]) * 60 + int(start[14:16]) + (offset or 0)
+            if not 0 <= minutes < 1440:
+                local = _instant(start) + timedelta(minutes=offset or 0)
+                return local.strftime("%Y-%m-%dT%H:00" if hourly else "%Y-%m-%dT%H:%M")
+            hh, mm = divmod(minutes, 60)
+            return f"{start[:10]}T{hh:02d}:00" if hourly else f"{start[:10]}T{hh:02d}:{mm:02d}"
+
+        return clock
+    if bucket == "day":
+        return local_day
+    if bucket == "month":
+        return lambda start, offset: local_day(start, offset)[:7] + "-01"
+    if bucket == "week":
+        mondays: dict[str, str] = {}
+
+        def week(start: str, offset: int | None) -> str:
+            day = local_day(start, offset)
+            monday = mondays.get(day)
+            if monday is None:
+                d = date.fromisoformat(day)
+                monday = mondays[day] = (d - timedelta(days=d.weekday())).isoformat()
+            return monday
+
+        return week
+    raise ValueError(f"no such bucket: {bucket}")
