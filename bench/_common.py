@@ -1,4 +1,5 @@
-"""What every benchmark shares: the report, timing, HAE-like bodies, and servers.
+"""What every benchmark shares: the report, timing, HAE-like bodies, stores of history,
+profiles and servers.
 
 A benchmark prints one JSON object to stdout (``emit``) and everything else to stderr
 (``note``). Servers are started, awaited and stopped by ``healthlog.launcher``, as the
@@ -20,16 +21,20 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
-from healthlog import launcher
+from healthlog import ids, launcher
+from healthlog.journal.core import SqlJournal
+from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.rows import to_text
+from healthlog.journal.sqlite import SqliteJournal
 from healthlog.launcher import clean_env as clean_env  # the tests' and the benchmarks' one
-from healthlog.model import Point
+from healthlog.model import NewDelivery, ParseStatus, Point
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -234,6 +239,122 @@ def pg_database(url: str = PG_URL) -> Iterator[str]:
     finally:
         with psycopg.connect(url, autocommit=True, connect_timeout=5) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --- stores of history ----------------------------------------------------------------
+
+
+@dataclass
+class Store:
+    """A migrated-or-not journal of one backend, and what the benchmarks read it by."""
+
+    journal: SqlJournal
+    #: the journal's URL, as HEALTHLOG_JOURNAL_URL names it
+    url: str
+    #: the database's bytes (SQLite: the file after a checkpoint; PostgreSQL: its tables
+    #: with their indexes, after VACUUM ANALYZE)
+    size: Callable[[], int]
+    #: a new DB-API connection of the backend's own driver, bare (no journal), and its
+    #: parameter marker: for floors that read the same rows without healthlog
+    connect: Callable[[], Any]
+    marker: str
+
+
+@contextlib.contextmanager
+def sqlite_store(folder: Path) -> Iterator[Store]:
+    import sqlite3
+
+    path = folder / "journal.db"
+    journal = SqliteJournal(str(path))
+
+    def size() -> int:
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+        return int(pages) * int(page)
+
+    try:
+        yield Store(journal, f"sqlite:///{path}", size, lambda: sqlite3.connect(path), "?")
+    finally:
+        journal.close()
+
+
+@contextlib.contextmanager
+def postgres_store(_: Path) -> Iterator[Store]:
+    """A journal in a database of its own (``pg_database``), dropped on the way out."""
+    import psycopg
+
+    with pg_database() as url:
+        journal = PostgresJournal(url)
+
+        def size() -> int:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("VACUUM ANALYZE")
+                found = conn.execute(
+                    "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+                    " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = 'public' AND c.relkind = 'r'"
+                ).fetchone()
+            return int(found[0] or 0) if found else 0
+
+        try:
+            yield Store(journal, url, size, lambda: psycopg.connect(url), "%s")
+        finally:
+            journal.close()
+
+
+STORES = {"sqlite": sqlite_store, "postgres": postgres_store}
+
+#: the phone's offset in the stores' history, minutes
+HISTORY_OFFSET = 60
+
+
+def fill(
+    journal: SqlJournal, account_id: str, days: int, end: datetime, seed: int = 5
+) -> tuple[int, float]:
+    """Write ``days`` of ``minute_points`` ending the day before ``end``, a delivery a
+    day (each day's points in one ``write_outcome``), through the real journal.
+
+    Returns (points written, seconds).
+    """
+    rng = random.Random(seed)
+    written = 0
+    with Stopwatch() as sw:
+        for n in range(days):
+            day = end - timedelta(days=days - n)
+            batch = minute_points(day, rng, HISTORY_OFFSET)
+            at = day + timedelta(days=1, hours=1)
+            delivery_id = ids.new_delivery_id(at)
+            journal.insert_delivery(
+                NewDelivery(delivery_id, account_id, at, f"{account_id}/h/{delivery_id}.json",
+                            1, "application/json")
+            )  # fmt: skip
+            journal.write_outcome(
+                delivery_id, expected=ParseStatus.PENDING, status=ParseStatus.PARSED,
+                uncovered=(), failure=None, points=batch,
+            )  # fmt: skip
+            written += len(batch)
+            if n % 200 == 199:
+                note(f"  {written:,} points, {n + 1} days")
+    return written, sw.s
+
+
+# --- profiles --------------------------------------------------------------------------
+
+
+def function_name(key: tuple[str, int, str]) -> str:
+    """A pstats key as a short name: ``healthlog/reads.py:451(series)``."""
+    path, line, name = key
+    if path == "~":  # a builtin: pstats names it "<method 'fsync' ...>" already
+        return name
+    for marker in ("site-packages/", "shared/", "/lib/python3"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            if marker == "/lib/python3":  # "11/pathlib.py": the standard library's
+                path = "stdlib/" + path.split("/", 1)[-1]
+            break
+    return f"{path}:{line}({name})"
 
 
 # --- servers ---------------------------------------------------------------------------

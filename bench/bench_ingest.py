@@ -53,6 +53,7 @@ from _common import (
     clean_env,
     emit,
     exit_on_sigterm,
+    function_name,
     function_server,
     machine,
     metrics_body,
@@ -278,19 +279,6 @@ def python_peak_kib(deliver: Callable[[bytes], Reply], body: bytes) -> float:
     return round(peak / 1024, 1)
 
 
-def _function_name(key: tuple[str, int, str]) -> str:
-    path, line, name = key
-    if path == "~":  # a builtin: pstats names it "<method 'fsync' ...>" already
-        return name
-    for marker in ("site-packages/", "shared/", "/lib/python3"):
-        if marker in path:
-            path = path.split(marker, 1)[1]
-            if marker == "/lib/python3":  # "11/pathlib.py": the standard library's
-                path = "stdlib/" + path.split("/", 1)[-1]
-            break
-    return f"{path}:{line}({name})"
-
-
 def profile(deliver: Callable[[bytes], Reply], body: bytes, times: int) -> dict[str, Any]:
     """``times`` in-process deliveries of ``body`` under cProfile (wall clock), one at a
     time: their cost, and the functions that take the most of it, cumulative and own."""
@@ -308,7 +296,7 @@ def profile(deliver: Callable[[bytes], Reply], body: bytes, times: int) -> dict[
         ranked = sorted(table.items(), key=lambda item: item[1][column], reverse=True)
         ingest_own = [(key, row) for key, row in ranked if not key[0].startswith(BENCH)]
         return [
-            {"function": _function_name(key), "share": rounded(row[column] / total)}
+            {"function": function_name(key), "share": rounded(row[column] / total)}
             for key, row in ingest_own[:PROFILE_TOP]
             if row[column] > 0
         ]

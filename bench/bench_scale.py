@@ -25,11 +25,8 @@ from __future__ import annotations
 
 import argparse
 import random
-import sqlite3
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -52,14 +49,12 @@ from healthlog.archive.keys import body_key
 from healthlog.archive.local import LocalArchive
 from healthlog.fold.player import Player
 from healthlog.journal.core import SqlJournal
-from healthlog.journal.postgres import PostgresJournal
-from healthlog.journal.sqlite import SqliteJournal
-from healthlog.model import NewDelivery, OutcomeClass, ParseStatus
+from healthlog.model import NewDelivery, OutcomeClass
 
 TARGET_RATIO = 0.8
 #: the history ends the day before the bodies' own days begin
 BODIES_START = datetime(2024, 6, 1, tzinfo=UTC)
-OFFSET = 60
+OFFSET = _common.HISTORY_OFFSET
 
 
 @dataclass(frozen=True)
@@ -74,32 +69,14 @@ QUICK = Mode(100_000, 200_000, 1)
 
 
 def fill(journal: SqlJournal, account_id: str, points: int) -> tuple[int, int, float]:
-    """Write about ``points`` of history, a delivery a day, ending before BODIES_START.
+    """Write about ``points`` of history (``_common.fill``), ending before BODIES_START.
 
     Returns (points written, days, seconds).
     """
-    rng = random.Random(5)
     per_day = len(minute_points(BODIES_START, random.Random(5), OFFSET))
     days = max(1, round(points / per_day))
-    written = 0
-    with Stopwatch() as sw:
-        for n in range(days):
-            day = BODIES_START - timedelta(days=days - n)
-            batch = minute_points(day, rng, OFFSET)
-            at = day + timedelta(days=1, hours=1)
-            delivery_id = ids.new_delivery_id(at)
-            journal.insert_delivery(
-                NewDelivery(delivery_id, account_id, at, f"{account_id}/h/{delivery_id}.json",
-                            1, "application/json")
-            )  # fmt: skip
-            journal.write_outcome(
-                delivery_id, expected=ParseStatus.PENDING, status=ParseStatus.PARSED,
-                uncovered=(), failure=None, points=batch,
-            )  # fmt: skip
-            written += len(batch)
-            if n % 200 == 199:
-                note(f"  {written:,} points")
-    return written, days, sw.s
+    written, seconds = _common.fill(journal, account_id, days, BODIES_START)
+    return written, days, seconds
 
 
 def bodies(mode: Mode) -> list[bytes]:
@@ -128,58 +105,8 @@ def fold(journal: SqlJournal, archive: LocalArchive, account_id: str, body: byte
     return sw.s
 
 
-@dataclass
-class Store:
-    journal: SqlJournal
-    size: Callable[[], int]
-
-
-@contextmanager
-def sqlite_store(folder: Path) -> Iterator[Store]:
-    path = folder / "journal.db"
-    journal = SqliteJournal(str(path))
-
-    def size() -> int:
-        with sqlite3.connect(path) as conn:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            pages = conn.execute("PRAGMA page_count").fetchone()[0]
-            page = conn.execute("PRAGMA page_size").fetchone()[0]
-        return int(pages) * int(page)
-
-    try:
-        yield Store(journal, size)
-    finally:
-        journal.close()
-
-
-@contextmanager
-def postgres_store(_: Path) -> Iterator[Store]:
-    import psycopg
-
-    with _common.pg_database() as url:
-        journal = PostgresJournal(url)
-
-        def size() -> int:
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("VACUUM ANALYZE")
-                found = conn.execute(
-                    "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
-                    " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                    " WHERE n.nspname = 'public' AND c.relkind = 'r'"
-                ).fetchone()
-            return int(found[0] or 0) if found else 0
-
-        try:
-            yield Store(journal, size)
-        finally:
-            journal.close()
-
-
-STORES = {"sqlite": sqlite_store, "postgres": postgres_store}
-
-
 def measure(backend: str, mode: Mode, history: int, folder: Path) -> dict[str, Any]:
-    store_of = STORES[backend]
+    store_of = _common.STORES[backend]
     sent = bodies(mode)
     empty_s: list[float] = []
     for i, body in enumerate(sent):
@@ -230,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100 000 points of history")
     parser.add_argument("--points", type=int, help="points of history (default 10 million)")
-    parser.add_argument("--backend", choices=sorted(STORES), action="append")
+    parser.add_argument("--backend", choices=sorted(_common.STORES), action="append")
     args = parser.parse_args(argv)
     exit_on_sigterm()
     mode = QUICK if args.quick else FULL
@@ -241,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
     }
     with tempfile.TemporaryDirectory(prefix="healthlog-bench-scale-") as tmp:
-        for backend in args.backend or sorted(STORES):
+        for backend in args.backend or sorted(_common.STORES):
             folder = Path(tmp) / backend
             folder.mkdir()
             reason = _common.pg_unreachable() if backend == "postgres" else None

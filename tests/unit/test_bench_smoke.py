@@ -193,3 +193,34 @@ def test_import_benchmark_reports_the_whole_import_against_a_parse_and_insert_fl
     assert isinstance(report["rss_growth_mb"], int | float)
     assert isinstance(report["reader_rss_growth_mb"], int | float)
     assert isinstance(report["meets_target"], bool)
+
+
+def test_read_benchmark_times_daily_summaries_over_one_and_five_years_and_an_export() -> None:
+    """Per metric: the 1-year and 5-year reads, the bare scan, their ratios; the export
+    against its SELECT-and-orjson floor; a profile for what misses its target."""
+    report = run_quick("read")
+    assert report["backend"] == "sqlite"
+    assert_positive(report, "history_points", "history_write_s", "db_bytes")
+    assert set(report["summaries"]) == {"heart_rate", "step_count"}
+    for metric, found in report["summaries"].items():
+        where = f"summaries.{metric}"
+        assert_positive(
+            report,
+            *(f"{where}.{span}.{key}" for span in ("1y", "5y") for key in ("s", "days", "points")),
+            f"{where}.scan_1y.s",
+            f"{where}.ratio_5y_to_1y",
+            f"{where}.ratio_1y_to_scan",
+        )
+        assert found["scan_1y"]["points"] == found["1y"]["points"]
+        assert found["5y"]["days"] > found["1y"]["days"]
+        for target, met in found["meets_target"].items():
+            assert isinstance(met, bool)
+            if not met:  # what misses its target says why
+                span = "5y" if target == "ratio_5y_to_1y" else "1y"
+                assert found["profile"][span]["top_cumulative"]
+    assert_positive(
+        report, "export.points", "export.export_points_per_s", "export.floor_points_per_s",
+        "export.ratio",
+    )  # fmt: skip
+    assert report["export"]["meets_target"] or report["export"]["profile"]["top_own"]
+    assert isinstance(report["meets_target"], bool)
