@@ -776,18 +776,32 @@ def counted_stream(
     """
     low, high = within
     imported: dict[str, frozenset[str]] = {}
+    several: dict[str, set[str]] = {}  # per account: cumulative metrics of several sources
     for (account_id, metric), group in itertools.groupby(
         stored, key=lambda p: (p.account_id, p.point.metric)
     ):
         if account_id not in imported:
-            imported[account_id] = journal.imported_deliveries(account_id)
+            imported[account_id] = ids = journal.imported_deliveries(account_id)
+            if not ids:
+                sources: dict[str, set[str]] = defaultdict(set)
+                for entry in journal.catalog(account_id):
+                    sources[entry.metric].add(entry.source)
+                several[account_id] = {m for m, found in sources.items() if len(found) > 1}
         ids = imported[account_id]
-        for found in overlap.counted(
-            (_candidate(p, ids) for p in group),
-            cumulative=kind_of(metric) is Kind.CUMULATIVE,
-            priority=priority,
-            keep_all=keep_all,
-        ):
+        cumulative = kind_of(metric) is Kind.CUMULATIVE
+        if not ids and not (cumulative and metric in several[account_id]):
+            # nothing the rules could change: every point counts whole, as it comes
+            candidates: Iterable[overlap.Candidate[StoredPoint]] = (
+                _candidate(p, ids) for p in group
+            )
+        else:
+            candidates = overlap.counted(
+                (_candidate(p, ids) for p in group),
+                cumulative=cumulative,
+                priority=priority,
+                keep_all=keep_all,
+            )
+        for found in candidates:
             if (low is None or found.start >= low) and (high is None or found.start < high):
                 yield found
 

@@ -358,6 +358,10 @@ def test_a_progress_line_counts_and_clears_and_is_silent_when_off() -> None:
     with Progress("export", "points", enabled=False, stream=quiet) as bar:
         assert list(bar.wrap(range(3))) == [0, 1, 2]
     assert quiet.getvalue() == "" and bar.count == 3
+    counting = io.StringIO()
+    with Progress("export", "points", enabled=True, total=300, stream=counting) as bar:
+        assert sum(bar.wrap(range(300))) == sum(range(300))
+    assert bar.count == 300 and "\rexport: 300/300 points (100%)" in counting.getvalue()
 
 
 def test_no_progress_line_off_a_terminal(folded: Phone) -> None:
