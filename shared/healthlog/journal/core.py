@@ -112,6 +112,9 @@ STATEMENTS = (
     "delete_extents",
     "insert_extent",
     "merge_extent",
+    "account_series",
+    "lock_series",
+    "add_series",
     *(f"bucket_{bucket}" for bucket in BUCKETS),
     *rows.FINGERPRINT_STATEMENTS,
 )
@@ -141,6 +144,50 @@ def starts_by_series(points: Sequence[Point]) -> dict[tuple[str, str, str, str],
     for p in points:
         setdefault(series(p), []).append(p.start)
     return found
+
+
+#: a point's series as the series table has it (metric, field, source, unit), and the
+#: values of its row in point_rows after the series' keys (start, utc_offset, end, qty,
+#: text, extra)
+_IDENTITY = itemgetter(0, 1, 2, 8)
+_ROW_VALUES = itemgetter(3, 4, 5, 6, 7, 9)
+
+#: a series' (metric_key, point_key, id): how a point row refers to it (migration 0011)
+SeriesKeys = dict[tuple[str, str, str, str], tuple[int, int, int]]
+
+
+def series_keys(
+    conn: Connection, sql: Statements, account_id: str, points: Sequence[Point]
+) -> SeriesKeys:
+    """The keys of the series of ``points``, per (metric, field, source, unit); the series
+    the account has not had yet are added (with ``lock_series`` held), in identity order."""
+    params = {"account_id": account_id}
+
+    def read() -> SeriesKeys:
+        found = conn.execute(sql["account_series"], params).fetchall()
+        return {(m, f, s, u): (int(mk), int(pk), int(i)) for m, f, s, u, i, mk, pk in found}
+
+    known = read()
+    missing = {key for key in map(_IDENTITY, points) if key not in known}
+    if missing:
+        conn.execute(sql["lock_series"], {})
+        for metric, field, source, unit in sorted(missing):
+            conn.execute(
+                sql["add_series"],
+                {**params, "metric": metric, "field": field, "source": source, "unit": unit},
+            )
+        known = read()
+    return known
+
+
+def point_rows(
+    points: Sequence[Point], keys: SeriesKeys, version: tuple[str, ...]
+) -> Iterator[tuple[Any, ...]]:
+    """Each point as a row of point_rows: its series' keys, its values, the layer's version
+    (``upsert_point``'s order; ``copy_points`` takes the same after a position)."""
+    key_of, values = _IDENTITY, _ROW_VALUES
+    for p in points:
+        yield keys[key_of(p)] + values(p) + version
 
 
 def touched_days(

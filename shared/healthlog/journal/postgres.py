@@ -50,7 +50,7 @@ from psycopg import errors as pg_errors
 
 from healthlog import errors
 from healthlog.journal import rows
-from healthlog.journal.core import STATEMENTS, SqlJournal
+from healthlog.journal.core import STATEMENTS, SqlJournal, point_rows, series_keys
 from healthlog.journal.driver import (
     Busy,
     Connection,
@@ -286,11 +286,12 @@ class PostgresDriver:
         pg.execute(sql["incoming"])
         with pg.cursor() as cursor:
             if points:
-                values = rows.POINT_VALUES
+                renew(pg)
+                keys = series_keys(conn, sql, layer.account_id, points)
                 renew(pg)
                 with cursor.copy(sql["copy_points"]) as copy:
-                    for n, point in enumerate(points):
-                        copy.write_row((n, *values(point)))
+                    for n, row in enumerate(point_rows(points, keys, ())):
+                        copy.write_row((n, *row))
                 renew(pg)
                 pg.execute(sql["upsert_points"], named)
             if not records:

@@ -89,12 +89,10 @@ def start_bound(prefix: str) -> str | None:
 
 # --- the port's values as statement parameters, in the order the bulk statements take ----
 
-POINT_VALUES = attrgetter(
-    "metric", "field", "source", "start", "utc_offset", "end", "qty", "text", "unit", "extra"
-)
-# ...which is every field of a Point, in its order: a Point is its own values (the bulk
-# write of the SQLite driver takes it as it is)
-assert Point._fields == POINT_VALUES(Point._make(Point._fields))
+# a Point's fields, in the order the positional getters of core (a series' identity, a
+# point row's values) count on: one C call per point beats an attribute read per field
+_POINT_FIELDS = "metric field source start utc_offset end qty text unit extra"
+assert Point._fields == tuple(_POINT_FIELDS.split())
 RECORD_VALUES = attrgetter(
     "section", "identity", "start", "end", "utc_offset", "name", "source", "body"
 )

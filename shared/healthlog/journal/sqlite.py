@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 from healthlog import errors, log
 from healthlog.files import FILE_MODE, private_dirs, private_file
 from healthlog.journal import rows
-from healthlog.journal.core import STATEMENTS, SqlJournal
+from healthlog.journal.core import STATEMENTS, SqlJournal, point_rows, series_keys
 from healthlog.journal.driver import (
     Busy,
     Connection,
@@ -326,8 +326,8 @@ class SqliteDriver:
         assert isinstance(conn, sqlite3.Connection)
         sql = self.statements
         if points:
-            # a Point is its values in the statement's order (rows.POINT_VALUES)
-            conn.executemany(sql["upsert_point"], (p + layer for p in points))
+            keys = series_keys(conn, sql, layer.account_id, points)
+            conn.executemany(sql["upsert_point"], point_rows(points, keys, layer[1:]))
         if not records:
             return
         account_id, version = layer[0], layer[1:]

@@ -447,17 +447,16 @@ SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepaliv
 -- against 2-4 s for executemany (pipelined) and 1.3-2 s for an INSERT from
 -- unnest(arrays); for 100 points all three take ~5 ms. `n` is the position in the
 -- delivery, so the last of two entries with one key wins, as row-by-row upserts would.
-CREATE TEMPORARY TABLE IF NOT EXISTS incoming_points (
+CREATE TEMPORARY TABLE IF NOT EXISTS incoming_point_rows (
     n integer NOT NULL,
-    metric text COLLATE "C" NOT NULL,
-    field text COLLATE "C" NOT NULL,
-    source text COLLATE "C" NOT NULL,
+    metric_key integer NOT NULL,
     start timestamptz NOT NULL,
+    point_key integer NOT NULL,
+    series_id integer NOT NULL,
     utc_offset integer,
     "end" timestamptz,
     qty double precision,
     text text,
-    unit text NOT NULL,
     extra text
 ) ON COMMIT DELETE ROWS;
 CREATE TEMPORARY TABLE IF NOT EXISTS incoming_records (
@@ -486,37 +485,63 @@ CREATE TEMPORARY TABLE IF NOT EXISTS incoming_items (
     extra text
 ) ON COMMIT DELETE ROWS
 
+-- account_series --
+-- An account's series: the identity, then the id and the two keys a point row takes.
+SELECT metric, field, source, unit, id, metric_key, point_key
+FROM series WHERE account_id = %(account_id)s
+
+-- lock_series --
+-- Before series are added: one writer adds at a time, so two that add the first series
+-- of one metric (or point key) at once cannot give it two keys. Only then, and rarely:
+-- a series is added once.
+LOCK TABLE series IN SHARE ROW EXCLUSIVE MODE
+
+-- add_series --
+-- A new series, with the keys of its metric's and its point key's first series if they
+-- have one, its own id if not (migration 0011).
+INSERT INTO series (id, account_id, metric, field, source, unit, metric_key, point_key)
+SELECT n.id, %(account_id)s, %(metric)s, %(field)s, %(source)s, %(unit)s,
+       coalesce((SELECT metric_key FROM series
+                 WHERE account_id = %(account_id)s AND metric = %(metric)s LIMIT 1), n.id),
+       coalesce((SELECT point_key FROM series
+                 WHERE account_id = %(account_id)s AND metric = %(metric)s
+                   AND field = %(field)s AND source = %(source)s LIMIT 1), n.id)
+FROM (SELECT nextval('series_ids')::integer AS id) AS n
+ON CONFLICT (account_id, metric, field, source, unit) DO NOTHING
+
 -- copy_points --
--- A delivery's points into the session's incoming table.
-COPY incoming_points (n, metric, field, source, start, utc_offset, "end", qty, text, unit,
-                      extra)
+-- A delivery's points into the session's incoming table, their series resolved.
+COPY incoming_point_rows (n, metric_key, point_key, series_id, start, utc_offset, "end", qty,
+                          text, extra)
 FROM STDIN
 
 -- upsert_points --
 -- The incoming points under the layer guard: a stored point is overwritten only by a
 -- layer that is not older, so the newest layer wins whatever order deliveries are
--- folded in, and refolding a delivery rewrites the same values. One statement may not
--- update a row twice, so a key the delivery carries twice keeps its last point; the
--- sort also takes the rows' locks in key order, so two folds of overlapping
--- deliveries queue behind each other instead of deadlocking.
-INSERT INTO points (account_id, metric, field, source, start, utc_offset, "end", qty, text,
-                    unit, extra, layer_received_at, layer_id)
-SELECT DISTINCT ON (i.metric, i.start, i.field, i.source)
-       %(account)s, i.metric, i.field, i.source, i.start, i.utc_offset, i."end", i.qty,
-       i.text, i.unit, i.extra, %(at)s::timestamptz, %(id)s
-FROM incoming_points AS i
-ORDER BY i.metric, i.start, i.field, i.source, i.n DESC
-ON CONFLICT (account_id, metric, start, field, source) DO UPDATE SET
+-- folded in, and refolding a delivery rewrites the same values. The key is the point's
+-- (metric_key, start, point_key): a point sent in another unit than the stored one
+-- meets it here, and the guard gives it or keeps it its series (its unit). One
+-- statement may not update a row twice, so a key the delivery carries twice keeps its
+-- last point; the sort also takes the rows' locks in key order, so two folds of
+-- overlapping deliveries queue behind each other instead of deadlocking.
+INSERT INTO point_rows (metric_key, start, point_key, series_id, utc_offset, "end", qty, text,
+                        extra, layer_received_at, layer_id)
+SELECT DISTINCT ON (i.metric_key, i.start, i.point_key)
+       i.metric_key, i.start, i.point_key, i.series_id, i.utc_offset, i."end", i.qty, i.text,
+       i.extra, %(at)s::timestamptz, %(id)s
+FROM incoming_point_rows AS i
+ORDER BY i.metric_key, i.start, i.point_key, i.n DESC
+ON CONFLICT (metric_key, start, point_key) DO UPDATE SET
+    series_id = excluded.series_id,
     utc_offset = excluded.utc_offset,
     "end" = excluded."end",
     qty = excluded.qty,
     text = excluded.text,
-    unit = excluded.unit,
     extra = excluded.extra,
     layer_received_at = excluded.layer_received_at,
     layer_id = excluded.layer_id
 WHERE (excluded.layer_received_at, excluded.layer_id)
-      >= (points.layer_received_at, points.layer_id)
+      >= (point_rows.layer_received_at, point_rows.layer_id)
 
 -- copy_records --
 -- A delivery's records into the session's incoming table.

@@ -370,25 +370,49 @@ date(start, coalesce(utc_offset, 0) || ' minutes', '-6 days', 'weekday 1')
 -- The first day of a point's month on the phone's clock.
 strftime('%Y-%m-01', start, coalesce(utc_offset, 0) || ' minutes')
 
+-- account_series --
+-- An account's series: the identity, then the id and the two keys a point row takes.
+SELECT metric, field, source, unit, id, metric_key, point_key
+FROM series WHERE account_id = :account_id
+
+-- lock_series --
+-- Nothing to do: the write's transaction is BEGIN IMMEDIATE, which excludes others.
+SELECT 1
+
+-- add_series --
+-- A new series, with the keys of its metric's and its point key's first series if they
+-- have one, its own id if not (migration 0011).
+INSERT INTO series (id, account_id, metric, field, source, unit, metric_key, point_key)
+SELECT n.id, :account_id, :metric, :field, :source, :unit,
+       coalesce((SELECT metric_key FROM series
+                 WHERE account_id = :account_id AND metric = :metric LIMIT 1), n.id),
+       coalesce((SELECT point_key FROM series
+                 WHERE account_id = :account_id AND metric = :metric AND field = :field
+                   AND source = :source LIMIT 1), n.id)
+FROM (SELECT coalesce(max(id), 0) + 1 AS id FROM series) AS n
+WHERE true
+ON CONFLICT (account_id, metric, field, source, unit) DO NOTHING
+
 -- upsert_point --
 -- One point under the layer guard: a stored point is overwritten only by a layer that
 -- is not older, so the newest layer wins whatever order deliveries are folded in, and
--- refolding a delivery rewrites the same values. The point's own columns come first so
--- one tuple concatenation per point builds the parameters.
-INSERT INTO points (metric, field, source, start, utc_offset, "end", qty, text, unit, extra,
-                    account_id, layer_received_at, layer_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (account_id, metric, start, field, source) DO UPDATE SET
+-- refolding a delivery rewrites the same values. The key is the point's (metric_key,
+-- start, point_key): a point sent in another unit than the stored one meets it here, and
+-- the guard gives it or keeps it its series (its unit) with the other values.
+INSERT INTO point_rows (metric_key, point_key, series_id, start, utc_offset, "end", qty,
+                        text, extra, layer_received_at, layer_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (metric_key, start, point_key) DO UPDATE SET
+    series_id = excluded.series_id,
     utc_offset = excluded.utc_offset,
     "end" = excluded."end",
     qty = excluded.qty,
     text = excluded.text,
-    unit = excluded.unit,
     extra = excluded.extra,
     layer_received_at = excluded.layer_received_at,
     layer_id = excluded.layer_id
 WHERE (excluded.layer_received_at, excluded.layer_id)
-      >= (points.layer_received_at, points.layer_id)
+      >= (point_rows.layer_received_at, point_rows.layer_id)
 
 -- upsert_record --
 -- One record's row under the same layer guard; its series are guarded one by one.
