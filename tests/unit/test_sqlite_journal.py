@@ -522,3 +522,44 @@ def test_the_day_of_a_point_is_dates_day_on_the_phones_clock(
             (start, offset),
         ).fetchone()
     assert got == expected
+
+
+def test_a_series_names_are_stored_once_not_in_every_point(
+    journal: SqliteJournal, account: Account
+) -> None:
+    """Issue #9: a long metric name and source were copied into every point row."""
+    from healthlog.hae.metrics import MAX_NAME, MAX_SOURCE
+
+    name, source = "m" * MAX_NAME, "s" * MAX_SOURCE
+    delivery = new_delivery(account)
+    journal.insert_delivery(delivery)
+    points = [
+        Point(
+            name,
+            "qty",
+            source,
+            f"2026-01-01T{n // 60:02}:{n % 60:02}:00.000000Z",
+            0,
+            None,
+            float(n),
+            None,
+            "u" * MAX_NAME,
+        )
+        for n in range(1440)
+    ]
+    with raw(journal.path) as conn:
+        conn.execute("VACUUM")
+        empty = conn.execute("PRAGMA page_count").fetchone()[0]
+    journal.write_outcome(
+        delivery.id, expected=ParseStatus.PENDING, status=ParseStatus.PARSED, uncovered=(),
+        failure=None, points=points,
+    )  # fmt: skip
+    with raw(journal.path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("VACUUM")
+        pages, size = conn.execute("PRAGMA page_count").fetchone()[0], 4096
+    per_point = (pages - empty) * size / len(points)
+    assert per_point < 200, per_point  # the names alone were 1 536 bytes a point
+    with raw(journal.path) as conn:
+        assert conn.execute("SELECT count(*) FROM series").fetchone()[0] == 1
+    assert len(list(journal.export_points())) == len(points)

@@ -1,0 +1,167 @@
+"""Series (migration 0011): a point's identity and the layer rule across units, and the
+migration of the points folded before it, on every backend."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from healthlog.journal.core import SqlJournal
+from healthlog.journal.port import Journal
+from healthlog.model import Point
+
+from tests.contract.conftest import ADAPTERS, T0, Seed, open_journal, point
+
+START = "2026-02-28T10:00:00.000000Z"
+
+
+def weight(qty: float, unit: str, start: str = START) -> Point:
+    return point(start, qty, metric="weight_body_mass", source="Scale", unit=unit)
+
+
+def reads(journal: Journal, account_id: str) -> dict[str, Any]:
+    """What the port's reads of points give."""
+    return {
+        "points": list(journal.export_points()),
+        "one_metric": list(
+            journal.export_points(
+                account_id=account_id, metric="heart_rate", start_from="2026-03-01T00:00:00Z"
+            )
+        ),
+        "fingerprint": journal.fingerprint(),
+        "summary": journal.summary().points,
+        "buckets": journal.point_buckets(
+            account_id=account_id, metric="heart_rate", field="avg", bucket="day"
+        ),
+        "days": journal.metric_days(account_id=account_id),
+    }
+
+
+def test_a_point_sent_again_in_another_unit_replaces_its_key_and_is_held_once(
+    seed: Seed, journal: Journal
+) -> None:
+    """The unit is one of the point's values: the newest layer's wins, with its value."""
+    older, newer = seed.delivery(), seed.delivery()
+    seed.fold(newer, [weight(154.0, "lb")])
+    seed.fold(older, [weight(70.0, "kg")])  # older, folded after: changes nothing
+
+    (held,) = list(journal.export_points())
+    assert (held.point.unit, held.point.qty, held.delivery_id) == ("lb", 154.0, newer.id)
+    assert journal.summary().points == 1
+    assert journal.metric_days(account_id=seed.account().id) == [
+        ("weight_body_mass", "2026-02-28", 1)
+    ]
+
+    newest = seed.delivery()
+    seed.fold(newest, [weight(70.5, "kg"), weight(71.0, "kg", "2026-03-01T10:00:00.000000Z")])
+    assert [(p.point.start, p.point.unit, p.point.qty) for p in journal.export_points()] == [
+        (START, "kg", 70.5),
+        ("2026-03-01T10:00:00.000000Z", "kg", 71.0),
+    ]
+    assert journal.summary().points == 2
+
+
+def test_units_changing_back_and_forth_give_one_showcase_whatever_the_fold_order(
+    journal_factory: Any,
+) -> None:
+    sends = [[weight(70.0, "kg")], [weight(154.0, "lb")], [weight(11.0, "st")]]
+    held_in = set()
+    for order in ([0, 1, 2], [2, 1, 0], [1, 2, 0]):
+        journal = journal_factory()
+        seed = Seed(journal)
+        deliveries = [seed.delivery(at=T0 + timedelta(seconds=n)) for n in range(3)]
+        for n in order:
+            seed.fold(deliveries[n], sends[n])
+        (held,) = list(journal.export_points())
+        ids = [d.id for d in deliveries]
+        held_in.add((held.point, ids.index(held.delivery_id)))
+    assert held_in == {(weight(11.0, "st"), 2)}
+
+
+def test_a_key_sent_twice_in_one_delivery_in_two_units_keeps_the_last(
+    seed: Seed, journal: Journal
+) -> None:
+    seed.fold(seed.delivery(), [weight(70.0, "kg"), weight(154.0, "lb")])
+
+    assert [(p.point.unit, p.point.qty) for p in journal.export_points()] == [("lb", 154.0)]
+
+
+# --- the migration ---------------------------------------------------------------------------
+
+
+def old_points(accounts: tuple[str, str]) -> list[tuple[Any, ...]]:
+    """Points as a fold at version 10 left them: two accounts, several metrics, fields,
+    sources and units, offsets, ends, texts and extras."""
+    return [
+        (account, metric, field, source, start, offset, end, qty, text, unit, extra)
+        for account in accounts
+        for metric, field, source, unit in (
+            ("heart_rate", "avg", "Watch", "count/min"),
+            ("heart_rate", "min", "Watch", "count/min"),
+            ("heart_rate", "avg", "Phone", "count/min"),
+            ("step_count", "qty", "Watch", "count"),
+            ("weight_body_mass", "qty", "Scale", "kg" if account == accounts[0] else "lb"),
+        )
+        for start, offset, end, qty, text, extra in (
+            ("2026-02-28T23:30:00.000000Z", 60, None, 61.5, None, None),
+            ("2026-03-01T08:00:00.000000Z", None, "2026-03-01T08:01:00.000000Z", 70.0, None, None),
+            ("2026-03-02T12:00:00.000000Z", -300, None, None, "awake", '{"k":1}'),
+        )
+    ]
+
+
+def insert_old_points(journal: SqlJournal, rows: list[tuple[Any, ...]], at: str, id_: str) -> None:
+    columns = [*Point._fields, "layer_received_at", "layer_id"]
+    columns.insert(0, "account_id")
+    sql = journal._sql
+    insert = (
+        "INSERT INTO points ("
+        + ", ".join(f'"{c}"' for c in columns)
+        + ") VALUES ("
+        + ", ".join(sql.param(f"v{n}") for n in range(len(columns)))
+        + ")"
+    )
+
+    def work(conn: Any) -> None:
+        for row in rows:
+            conn.execute(insert, {f"v{n}": v for n, v in enumerate((*row, at, id_))})
+
+    journal._driver.attempt(work, write=True)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_migration_0011_keeps_every_point_and_every_read(adapter: str, tmp_path: Path) -> None:
+    with ExitStack() as resources:
+        journal = open_journal(adapter, tmp_path, resources)
+        assert isinstance(journal, SqlJournal)
+        try:
+            journal.migrate(target=10)
+            seed = Seed(journal)
+            alice, bob = seed.account("alice").id, seed.account("bob").id
+            layer = seed.delivery()  # the delivery whose fold left the points
+            rows = old_points((alice, bob))
+            insert_old_points(journal, rows, f"{layer.received_at:%Y-%m-%dT%H:%M:%S.%fZ}", layer.id)
+            before = reads(journal, alice)
+            assert len(before["points"]) == len(rows)
+
+            journal.migrate()
+
+            assert reads(journal, alice) == before
+            # the keys go on working: a newer layer replaces a migrated point, in another
+            # unit too, and adds nothing beside it
+            start = "2026-03-01T08:00:00.000000Z"
+            seed.fold(
+                seed.delivery(),
+                [point(start, 154.0, metric="weight_body_mass", source="Scale", unit="lb")],
+            )
+            after = list(journal.export_points())
+            assert len(after) == len(rows)
+            changed = [p for p in after if p not in before["points"]]
+            assert [(p.account_id, p.point.start, p.point.unit, p.point.qty) for p in changed] == [
+                (alice, start, "lb", 154.0)
+            ]
+        finally:
+            journal.close()
