@@ -124,6 +124,50 @@ def test_pending_page_reads_the_partial_index_among_many_folded_rows(
     assert [c.received_at.day for c in journal.pending_page(ZERO_CURSOR, 100)] == [2] * 5
 
 
+def test_one_metric_in_a_range_of_starts_is_a_range_of_the_points_key(
+    pg_url: str, journal: PostgresJournal, account: Account
+) -> None:
+    """The day counts and the plots read points through the view: one metric's range."""
+    delivery = new_delivery(account)
+    journal.insert_delivery(delivery)
+    points = [
+        Point(
+            f"m{k}",
+            field,
+            source,
+            f"2026-01-{1 + n // 1440:02}T{n // 60 % 24:02}:{n % 60:02}:00.000000Z",
+            0,
+            None,
+            1.0,
+            None,
+            "count",
+        )
+        for k in range(8)
+        for field in ("min", "avg", "max")
+        for source in ("Watch", "Phone")
+        for n in range(0, 4320, 3)
+    ]
+    journal.write_outcome(
+        delivery.id, expected=ParseStatus.PENDING, status=ParseStatus.PARSED, uncovered=(),
+        failure=None, points=points,
+    )  # fmt: skip
+    sql = journal.driver.statements
+    params = {"account_id": account.id, "metric": "m3", "field": "avg", "bar": "2026-01-02",
+              "low": "2026-01-02", "high": "2026-01-03"}  # fmt: skip
+    with raw(pg_url) as conn:
+        conn.execute("ANALYZE")
+        found = {
+            name: "\n".join(str(r[0]) for r in conn.execute("EXPLAIN " + query, params))
+            for name, query in (
+                ("day_tally", sql.render("day_tally", day=sql["bucket_day"])),
+                ("buckets", sql.render("point_buckets", bucket=sql["bucket_hour"], **{"and": ""})),
+            )
+        }
+    for name, plan in found.items():
+        assert "point_rows_pkey" in plan, (name, plan)
+        assert "Seq Scan on point_rows" not in plan, (name, plan)
+
+
 # --- migrations ------------------------------------------------------------------------------
 
 

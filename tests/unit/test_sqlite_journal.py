@@ -120,6 +120,35 @@ def test_count_pending_walks_the_partial_index_not_the_table(journal: SqliteJour
     assert "deliveries_status" not in found, found
 
 
+def test_one_metric_in_a_range_of_starts_is_one_range_of_the_points_key(
+    journal: SqliteJournal,
+) -> None:
+    """Through the view points: the metric's first series, then a range of point_rows."""
+    sql = journal.driver.statements
+    ranged = " AND account_id = :account_id AND metric = :metric AND start >= :low"
+    for query in (
+        sql.render("day_tally", day=sql["bucket_day"]),
+        sql.render("point_buckets", bucket=sql["bucket_hour"], **{"and": " AND start >= :low"}),
+        sql.render("export_points", **{"and": ranged}),
+    ):
+        found = plan(journal, query, {"account_id": "a", "metric": "m", "field": "f",
+                                      "low": "x", "high": "y", "bar": "x"})  # fmt: skip
+
+        assert "SEARCH p USING PRIMARY KEY (metric_key=? AND start>" in found, found
+        assert "SCAN p" not in found, found
+        assert "USE TEMP B-TREE FOR ORDER BY" not in found, found  # only ties are sorted
+
+
+def test_an_export_of_everything_sorts_only_the_points_of_one_start(
+    journal: SqliteJournal,
+) -> None:
+    for name in ("export_points", "fingerprint_points"):
+        found = plan(journal, journal.driver.statements.render(name, **{"and": ""}), {})
+
+        assert found.splitlines()[0].startswith("SCAN m USING"), found
+        assert "USE TEMP B-TREE FOR RIGHT PART OF ORDER BY" in found, found
+
+
 @pytest.mark.parametrize(
     "filters",
     ["", " AND r.account_id = :account_id", " AND r.account_id = :account_id AND r.section = :s"],
