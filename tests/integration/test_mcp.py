@@ -371,6 +371,9 @@ def test_the_sql_tool_refuses_what_is_not_one_read_of_this_account(sample: Sampl
             "SELECT token_hash FROM accounts": "no table 'accounts'",
             "SELECT headers FROM deliveries": "no table 'deliveries'",
             "SELECT * FROM points WHERE source = 'x'": "no table 'points'",
+            # the tables under the journal's points (a count alone would tell of others)
+            "SELECT count(*) FROM point_rows": "no table 'point_rows'",
+            "SELECT count(*) FROM series": "no table 'series'",
             "SELECT * FROM main.points": "without a schema",
             "SELECT * FROM public.points": "without a schema",
             "SELECT * FROM my_points UNION SELECT * FROM points": "no table 'points'",
