@@ -791,17 +791,17 @@ def counted_stream(
         cumulative = kind_of(metric) is Kind.CUMULATIVE
         if not ids and not (cumulative and metric in several[account_id]):
             # nothing the rules could change: every point counts whole, as it comes
-            candidates: Iterable[overlap.Candidate[StoredPoint]] = (
-                _candidate(p, ids) for p in group
-            )
-        else:
-            candidates = overlap.counted(
-                (_candidate(p, ids) for p in group),
-                cumulative=cumulative,
-                priority=priority,
-                keep_all=keep_all,
-            )
-        for found in candidates:
+            for p in group:
+                start = p.point.start
+                if (low is None or start >= low) and (high is None or start < high):
+                    yield _candidate(p, ids)
+            continue
+        for found in overlap.counted(
+            (_candidate(p, ids) for p in group),
+            cumulative=cumulative,
+            priority=priority,
+            keep_all=keep_all,
+        ):
             if (low is None or found.start >= low) and (high is None or found.start < high):
                 yield found
 
