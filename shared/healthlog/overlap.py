@@ -37,7 +37,6 @@ the UTC day before and after it).
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -233,6 +232,56 @@ def _instant(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+@dataclass(slots=True)
+class Sums:
+    """A bucket's numbers as they add up: points, valued points, sum, min, max."""
+
+    points: int = 0
+    valued: int = 0
+    total: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+    def add(self, value: float | None) -> None:
+        self.points += 1
+        if value is not None:
+            self.valued += 1
+            self.total = value if self.total is None else self.total + value
+            self.low = value if self.low is None or value < self.low else self.low
+            self.high = value if self.high is None or value > self.high else self.high
+
+    def merge(self, other: Sums) -> None:
+        """Add a part (a day of a week, say) to these."""
+        self.points += other.points
+        self.valued += other.valued
+        for name, pick in (("total", None), ("low", min), ("high", max)):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if theirs is None:
+                continue
+            if mine is None:
+                setattr(self, name, theirs)
+            else:
+                setattr(self, name, mine + theirs if pick is None else pick(mine, theirs))
+
+    def row(self, name: str) -> BucketRow:
+        """The bucket as the journal's ``point_buckets`` gives it."""
+        avg = None if self.total is None else self.total / self.valued
+        return BucketRow(name, self.points, self.low, avg, self.high, self.total)
+
+
+def sums_by(points: Iterable[Candidate[T]], bucket: str) -> dict[str, Sums]:
+    """The counted points summed up per bucket of the phone's clock (unordered)."""
+    key = _bucket_key(bucket)
+    found: dict[str, Sums] = {}
+    for p in points:
+        name = key(p.start, p.utc_offset)
+        sums = found.get(name)
+        if sums is None:
+            sums = found[name] = Sums()
+        sums.add(p.counted)
+    return found
+
+
 def buckets(points: Iterable[Candidate[T]], bucket: str) -> list[BucketRow]:
     """The counted points summed up per bucket of the phone's clock, in bucket order.
 
@@ -240,30 +289,20 @@ def buckets(points: Iterable[Candidate[T]], bucket: str) -> list[BucketRow]:
     same points counted whole (a test holds the two to it): a point's bucket is read on
     the clock its offset gives, its value is what the rules count of it.
     """
+    found = sums_by(points, bucket)
+    return [found[name].row(name) for name in sorted(found)]
+
+
+def roll_up(days: dict[str, Sums], bucket: str) -> list[BucketRow]:
+    """Days (``YYYY-MM-DD`` on the phone's clock) summed up into days, weeks or months."""
+    if bucket == "day":
+        return [days[day].row(day) for day in sorted(days)]
     key = _bucket_key(bucket)
-    found: dict[str, list[float]] = {}
-    counts: dict[str, int] = {}
-    for p in points:
-        name = key(p.start, p.utc_offset)
-        counts[name] = counts.get(name, 0) + 1
-        values = found.setdefault(name, [])
-        if p.counted is not None:
-            values.append(p.counted)
-    rows = []
-    for name in sorted(counts):
-        values = found[name]
-        total = math.fsum(values) if values else None
-        rows.append(
-            BucketRow(
-                name,
-                counts[name],
-                min(values) if values else None,
-                total / len(values) if total is not None else None,
-                max(values) if values else None,
-                total,
-            )
-        )
-    return rows
+    found: dict[str, Sums] = {}
+    for day in sorted(days):
+        name = key(f"{day}T12:00:00.000000Z", 0)  # noon: the day itself, on any clock
+        found.setdefault(name, Sums()).merge(days[day])
+    return [found[name].row(name) for name in sorted(found)]
 
 
 def _bucket_key(bucket: str) -> Callable[[str, int | None], str]:

@@ -21,6 +21,7 @@ min, average and max; docs/dashboard.md lists them.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import itertools
 import math
@@ -35,7 +36,14 @@ import orjson
 
 from healthlog import overlap
 from healthlog.errors import AccountNotFound, HealthlogError
-from healthlog.journal.port import BucketRow, CatalogEntry, Journal, StoredPoint, Summary
+from healthlog.journal.port import (
+    BucketRow,
+    CatalogEntry,
+    DaySum,
+    Journal,
+    StoredPoint,
+    Summary,
+)
 from healthlog.journal.rows import first_at_or_after, from_text, to_text
 from healthlog.model import Account, Delivery, Item, Record
 
@@ -484,7 +492,9 @@ class Reads:
                 value = found.counted
                 samples.append(Sample(t, value, value, value, 1, p.source))
             return Series(metric, info.field, info.unit, kind, resolution, samples, truncated)
-        if ruled:
+        if source is None and resolution in (Resolution.DAY, Resolution.WEEK, Resolution.MONTH):
+            rows = self._by_days(metric, info, start, end, resolution, ruled)
+        elif ruled:
             counted = self.counted_points(metric, info.field, start=start, end=end, source=source)
             rows = overlap.buckets(counted, resolution.value)
         else:
@@ -499,6 +509,75 @@ class Reads:
             )
         samples = [_sample(row, kind) for row in rows[:limit]]
         return Series(metric, info.field, info.unit, kind, resolution, samples, len(rows) > limit)
+
+    def _by_days(
+        self,
+        metric: str,
+        info: MetricInfo,
+        start: datetime | str | None,
+        end: datetime | str | None,
+        resolution: Resolution,
+        ruled: bool,
+    ) -> list[BucketRow]:
+        """Days, weeks or months from the days the fold keeps summed (point_day_sums).
+
+        A kept day counts as it is when the range holds all of it and the overlap rule
+        cannot count it otherwise (one source, or a discrete metric; one origin). The
+        other days the range reaches (cut by its ends, or where sources or origins
+        overlap) are summed from their points, as any other read does: so the cost
+        follows the days, and the numbers are the points' own.
+        """
+        low, high = _bound(start), _bound(end)
+        first, last = _as_datetime(start), _as_datetime(end)
+        day_from, day_to = _day_span(first, last)
+        cumulative = info.kind is Kind.CUMULATIVE
+        by_day = resolution is Resolution.DAY
+        rows: dict[str, BucketRow] = {}  # by_day: the rows themselves
+        days: dict[str, overlap.Sums] = {}
+        rest: list[DaySum] = []
+        for kept in self.journal.day_sums(
+            account_id=self.account.id,
+            metric=metric,
+            field=info.field,
+            day_from=day_from,
+            day_to=day_to,
+        ):
+            if (low is not None and kept.last < low) or (high is not None and kept.first >= high):
+                continue  # none of the day's points is in the range
+            whole = (low is None or kept.first >= low) and (high is None or kept.last < high)
+            mixed = 0 < kept.imported < kept.points or (cumulative and kept.sources > 1)
+            if whole and not (ruled and mixed):
+                if by_day:  # the row itself, no sums to add up
+                    avg = None if kept.total is None else kept.total / kept.valued
+                    rows[kept.day] = BucketRow(
+                        kept.day, kept.points, kept.low, avg, kept.high, kept.total
+                    )
+                else:
+                    days[kept.day] = overlap.Sums(
+                        kept.points, kept.valued, kept.total, kept.low, kept.high
+                    )
+            else:
+                rest.append(kept)
+        if rest:
+            wanted = {kept.day for kept in rest}
+            lowest = min(kept.first for kept in rest)
+            after = to_text(from_text(max(kept.last for kept in rest)) + timedelta(microseconds=1))
+            counted = self.counted_points(
+                metric,
+                info.field,
+                start=lowest if low is None else max(low, lowest),
+                end=after if high is None else min(high, after),
+                ruled=ruled,
+            )
+            for day, sums in overlap.sums_by(counted, "day").items():
+                if day in wanted:
+                    if by_day:
+                        rows[day] = sums.row(day)
+                    else:
+                        days[day] = sums
+        if by_day:
+            return [rows[day] for day in sorted(rows)]
+        return overlap.roll_up(days, resolution.value)
 
     # --- one truth where sources overlap -------------------------------------------------
 
@@ -747,6 +826,19 @@ class Reads:
 DAILY_SHARE = 0.5
 
 
+def _day_span(first: datetime | None, last: datetime | None) -> tuple[str, str]:
+    """The days of the phone's clock [first, last) can reach: a day wider each side (any
+    offset), the calendar's ends where there is no bound or it leaves the calendar."""
+    low, high = "0000-01-01", "9999-12-31"
+    with contextlib.suppress(OverflowError):
+        if first is not None:
+            low = (first - timedelta(days=1)).date().isoformat()
+    with contextlib.suppress(OverflowError):
+        if last is not None:
+            high = (last + timedelta(days=2)).date().isoformat()
+    return low, high
+
+
 def widened(low: str | None, high: str | None) -> tuple[str | None, str | None]:
     """Bounds a day wider on each side: the overlap rule decides each day whole.
 
@@ -755,10 +847,17 @@ def widened(low: str | None, high: str | None) -> tuple[str | None, str | None]:
     [low, high) touches; ``counted_stream(within=...)`` cuts them back once decided.
     """
     wide_low, wide_high = _as_datetime(low), _as_datetime(high)
-    return (
-        None if wide_low is None else to_text(wide_low - timedelta(days=1)),
-        None if wide_high is None else to_text(wide_high + timedelta(days=1)),
-    )
+    return _moved(wide_low, -1), _moved(wide_high, 1)
+
+
+def _moved(at: datetime | None, days: int) -> str | None:
+    """``at`` moved by ``days``, as stored text; None (no bound) past the calendar's end."""
+    if at is None:
+        return None
+    try:
+        return to_text(at + timedelta(days=days))
+    except OverflowError:
+        return None
 
 
 def counted_stream(

@@ -132,18 +132,26 @@ def insert_old_points(journal: SqlJournal, rows: list[tuple[Any, ...]], at: str,
     journal._driver.attempt(work, write=True)
 
 
+def at_version_10_with_points(journal: SqlJournal) -> tuple[Seed, str, str, list[Any]]:
+    """The journal at version 10 holding ``old_points`` of two accounts, as a fold left them.
+
+    Returns the seed, alice's and bob's ids, and the rows."""
+    journal.migrate(target=10)
+    seed = Seed(journal)
+    alice, bob = seed.account("alice").id, seed.account("bob").id
+    layer = seed.delivery()  # the delivery whose fold left the points
+    rows = old_points((alice, bob))
+    insert_old_points(journal, rows, f"{layer.received_at:%Y-%m-%dT%H:%M:%S.%fZ}", layer.id)
+    return seed, alice, bob, rows
+
+
 @pytest.mark.parametrize("adapter", ADAPTERS)
 def test_migration_0011_keeps_every_point_and_every_read(adapter: str, tmp_path: Path) -> None:
     with ExitStack() as resources:
         journal = open_journal(adapter, tmp_path, resources)
         assert isinstance(journal, SqlJournal)
         try:
-            journal.migrate(target=10)
-            seed = Seed(journal)
-            alice, bob = seed.account("alice").id, seed.account("bob").id
-            layer = seed.delivery()  # the delivery whose fold left the points
-            rows = old_points((alice, bob))
-            insert_old_points(journal, rows, f"{layer.received_at:%Y-%m-%dT%H:%M:%S.%fZ}", layer.id)
+            seed, alice, _, rows = at_version_10_with_points(journal)
             before = reads(journal, alice)
             assert len(before["points"]) == len(rows)
 

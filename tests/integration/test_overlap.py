@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import random
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
@@ -24,6 +25,7 @@ from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
 from healthlog.journal.port import Journal
 from healthlog.journal.postgres import PostgresJournal
+from healthlog.journal.rows import to_text
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.reads import Reads, Resolution
 
@@ -227,3 +229,58 @@ def test_without_overlaps_the_rule_gives_the_databases_own_buckets(phone: Phone)
             assert a.count == b.count, (resolution, a.start)
             for x, y in ((a.sum, b.sum), (a.min, b.min), (a.max, b.max), (a.avg, b.avg)):
                 assert x == pytest.approx(y), (resolution, a.start)
+
+
+def test_daily_summaries_from_the_kept_days_are_the_points_own(phone: Phone) -> None:
+    """Days, weeks and months read from point_day_sums, over ranges cut anywhere, against
+    the same read summed from the points (the rule's buckets, and the database's)."""
+    rng = random.Random(12)
+    beats, steps = [], []
+    t = datetime(2026, 3, 20, 0, 0, tzinfo=UTC)
+    for i in range(600):  # across midnights, the DST change, weeks and a month's end
+        offset = "+0100" if t < datetime(2026, 3, 29, 1, tzinfo=UTC) else "+0200"
+        local = t + timedelta(hours=int(offset[1:3]))
+        when = f"{local:%Y-%m-%d %H:%M:%S} {offset}"
+        beats.append({"date": when, "Min": 50 + i % 7, "Avg": 60 + i % 11, "Max": 90 + i % 5})
+        steps.append({"date": when, "qty": rng.randrange(0, 50), "source": "Watch"})
+        if i % 40 == 0:  # now and then the iPhone too, at the same moment: rule 2
+            steps.append({"date": when, "qty": 7, "source": "iPhone"})
+        t += timedelta(minutes=67)
+    phone.send(metrics_body(("heart_rate", "count/min", beats), ("step_count", "count", steps)))
+    fold(phone)
+    reads = Reads(phone.journal, phone.account)
+    first = datetime(2026, 3, 19, tzinfo=UTC)
+    ranges: list[tuple[datetime | None, datetime | None]] = [(None, None)]
+    for _ in range(12):
+        a, b = sorted(first + timedelta(minutes=rng.randrange(0, 43200)) for _ in range(2))
+        ranges.append((a, b))
+    ranges.append((first + timedelta(days=3), None))
+    for start, end in ranges:
+        for resolution in (Resolution.DAY, Resolution.WEEK, Resolution.MONTH):
+            for metric, field in (("heart_rate", "avg"), ("step_count", "qty")):
+                read = reads.series(
+                    metric, field=field, start=start, end=end, resolution=resolution
+                )
+                from_points = overlap.buckets(
+                    reads.counted_points(metric, field, start=start, end=end), resolution.value
+                )
+                got = [(s.t, s.count, s.min, s.max) for s in read.samples]
+                assert got == [(r.start, r.count, r.min, r.max) for r in from_points], (
+                    metric, resolution, start, end,
+                )  # fmt: skip
+                values = [s.value for s in read.samples]
+                expected = [r.sum if metric == "step_count" else r.avg for r in from_points]
+                assert values == pytest.approx(expected), (metric, resolution, start, end)
+                if metric == "heart_rate":  # no rule can change it: the database's own too
+                    plain = phone.journal.point_buckets(
+                        account_id=phone.account.id, metric=metric, field=field,
+                        bucket=resolution.value, start_from=text(start), start_to=text(end),
+                    )  # fmt: skip
+                    assert [(r.start, r.count) for r in plain] == [
+                        (r.start, r.count) for r in from_points
+                    ]
+                    assert values == pytest.approx([r.avg for r in plain])
+
+
+def text(at: datetime | None) -> str | None:
+    return None if at is None else to_text(at)

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from operator import itemgetter
 from typing import Any, TypeVar
 
@@ -36,6 +36,7 @@ from healthlog.journal.port import (
     Bucket,
     BucketRow,
     CatalogEntry,
+    DaySum,
     Journal,
     StoredPoint,
     StoredRecord,
@@ -53,6 +54,7 @@ from healthlog.model import (
     Record,
     Step,
 )
+from healthlog.overlap import local_day
 
 T = TypeVar("T")
 
@@ -113,6 +115,9 @@ STATEMENTS = (
     "insert_extent",
     "merge_extent",
     "account_series",
+    "keep_day_sums",
+    "count_imported",
+    "day_sums",
     "lock_series",
     "add_series",
     *(f"bucket_{bucket}" for bucket in BUCKETS),
@@ -202,18 +207,59 @@ def touched_days(
     return {metric: _runs(sorted(days)) for metric, days in sorted(days_of.items())}
 
 
-def _runs(days: list[str]) -> list[tuple[str, str]]:
+#: consecutive days, the first and the last
+DayRun = tuple[date, date]
+#: the content types of an import of the Health app's export, as statement parameters
+_IMPORTS = {"zip": keys.EXPORT_ZIP, "xml": keys.EXPORT_XML}
+
+
+def local_days(points: Sequence[Point]) -> dict[str, list[DayRun]]:
+    """Per metric, the days of the phone's clock its points are on, as runs of days."""
+    days_of: dict[str, set[str]] = {}
+    for p in points:
+        try:
+            day = local_day(p.start, p.utc_offset)
+        except ValueError:  # not a time: on no day of the phone's clock
+            continue
+        days_of.setdefault(p.metric, set()).add(day)
+    found = {}
+    for metric, days in sorted(days_of.items()):
+        try:
+            found[metric] = _date_runs(sorted(date.fromisoformat(day) for day in days))
+        except ValueError:
+            continue
+    return found
+
+
+def _day_text(day: date, shift: int, clock: str) -> str:
+    """``day`` moved by ``shift`` days, as stored time text at ``clock``; the first or the
+    last day there is when that leaves the calendar (year 1, year 9999)."""
     try:
-        dates = [date.fromisoformat(day) for day in days]
-    except ValueError:  # not a time: the write refuses it, or stores it as it came
-        return [(days[0], days[-1] + _DAY_END)]
-    runs: list[tuple[date, date]] = []
+        return (day + timedelta(days=shift)).isoformat() + clock
+    except OverflowError:
+        return (date.min if shift < 0 else date.max).isoformat() + clock
+
+
+def _date_runs(dates: list[date]) -> list[DayRun]:
+    """Sorted dates as runs of consecutive days, (first, last) each."""
+    runs: list[DayRun] = []
     for day in dates:
         if runs and (day - runs[-1][1]).days == 1:
             runs[-1] = (runs[-1][0], day)
         else:
             runs.append((day, day))
-    return [(first.isoformat() + _DAY_START, last.isoformat() + _DAY_END) for first, last in runs]
+    return runs
+
+
+def _runs(days: list[str]) -> list[tuple[str, str]]:
+    try:
+        dates = [date.fromisoformat(day) for day in days]
+    except ValueError:  # not a time: the write refuses it, or stores it as it came
+        return [(days[0], days[-1] + _DAY_END)]
+    return [
+        (first.isoformat() + _DAY_START, last.isoformat() + _DAY_END)
+        for first, last in _date_runs(dates)
+    ]
 
 
 class _DayTally:
@@ -257,6 +303,38 @@ class _DayTally:
 
     def count_before(self, conn: Connection) -> None:
         self._before = self._read(conn)
+
+    def keep_day_sums(
+        self, conn: Connection, local_days: dict[str, list[tuple[date, date]]]
+    ) -> None:
+        """Recompute point_day_sums for the days of the phone's clock the points are on.
+
+        ``local_days``: per metric, runs of those days. A day's points start from 14 hours
+        before it to 14 hours after it (the widest offsets), so that range of starts is
+        read, and only the run's days are written.
+        """
+        if not local_days:
+            return
+        imports = conn.execute(
+            self._sql["imported_deliveries"], {"account_id": self._layer.account_id, **_IMPORTS}
+        ).fetchall()
+        query = self._sql.render(
+            "keep_day_sums",
+            day=self._sql["bucket_day"],
+            imported=self._sql["count_imported"] if imports else "0",
+        )
+        for metric, runs in local_days.items():
+            for first, last in runs:
+                params = {
+                    "account_id": self._layer.account_id,
+                    "metric": metric,
+                    "low": _day_text(first, -1, "T10:00:00.000000Z"),
+                    "high": _day_text(last, 1, "T14:00:00.000000Z"),
+                    "day_low": first.isoformat(),
+                    "day_high": last.isoformat(),
+                    **_IMPORTS,
+                }
+                conn.execute(query, params)
 
     def count_after(self, conn: Connection) -> None:
         for (metric, day), (points, late) in self._read(conn).items():
@@ -554,6 +632,7 @@ class SqlJournal:
             tally = self._tally(conn, layer, points, by_series)
             self._driver.write_showcase(conn, layer, points, records)
             tally.count_after(conn)
+            tally.keep_day_sums(conn, local_days(points))
             if step is None or step.after == 0:
                 conn.execute(sql["delete_extents"], {"delivery_id": delivery_id})
             extent = sql["insert_extent" if step is None else "merge_extent"]
@@ -818,10 +897,26 @@ class SqlJournal:
     ) -> list[tuple[str, str, int]]:
         return self._days("metric_days", account_id, metric, day_from, day_to)
 
+    def day_sums(
+        self, *, account_id: str, metric: str, field: str, day_from: str, day_to: str
+    ) -> list[DaySum]:
+        params = {
+            "account_id": account_id,
+            "metric": metric,
+            "field": field,
+            "day_from": day_from,
+            "day_to": day_to,
+        }
+        found = self._fetch(self._sql["day_sums"], params)
+        return [
+            DaySum(str(day), int(points), int(valued), total, low, high, str(first),
+                   str(last), int(sources), int(imported))
+            for day, points, valued, total, low, high, first, last, sources, imported in found
+        ]  # fmt: skip
+
     def imported_deliveries(self, account_id: str) -> frozenset[str]:
         found = self._fetch(
-            self._sql["imported_deliveries"],
-            {"account_id": account_id, "zip": keys.EXPORT_ZIP, "xml": keys.EXPORT_XML},
+            self._sql["imported_deliveries"], {"account_id": account_id, **_IMPORTS}
         )
         return frozenset(str(row[0]) for row in found)
 

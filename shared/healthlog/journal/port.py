@@ -88,6 +88,28 @@ class BucketRow:
     sum: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class DaySum:
+    """One day of a metric's field on the phone's clock, as ``point_day_sums`` keeps it.
+
+    ``first`` and ``last``: the day's first and last start (UTC text), so a read knows
+    whether its range holds the whole day. ``sources`` and ``imported`` say whether the
+    overlap rule could count the day otherwise (several sources; some points, not all,
+    from an import of the Health app's export).
+    """
+
+    day: str
+    points: int
+    valued: int  # points with a value
+    total: float | None
+    low: float | None
+    high: float | None
+    first: str
+    last: str
+    sources: int  # 1: one source; 2: more
+    imported: int  # points brought by an import of the Health app's export
+
+
 class BodyRef(NamedTuple):
     """A delivery's archived body, as retention pages through them."""
 
@@ -344,6 +366,15 @@ class Journal(Protocol):
 
         A point counts once, on the day of the phone's clock its start and offset give,
         from the moment its key enters the showcase. Days in ``[day_from, day_to)``.
+        """
+
+    def day_sums(
+        self, *, account_id: str, metric: str, field: str, day_from: str, day_to: str
+    ) -> list[DaySum]:
+        """A metric field's days in [day_from, day_to) (``YYYY-MM-DD``), in day order.
+
+        Kept by the fold as it writes: every day that has points has its row, equal to
+        what the day's points sum up to now.
         """
 
     def imported_deliveries(self, account_id: str) -> frozenset[str]:

@@ -274,6 +274,50 @@ WHERE account_id = :account_id AND metric = :metric AND field = :field /*and*/
 GROUP BY bucket
 ORDER BY bucket
 
+-- keep_day_sums --
+-- A metric's days of the phone's clock in [day_low, day_high], recomputed whole from the
+-- showcase's points in a range of starts that holds every point of those days
+-- (point_day_sums): what a GROUP BY of each day's points gives, whatever was there.
+-- `sources` is 1 or 2 (one source, or more: what the overlap rule asks), `imported` the
+-- count of points an import brought (count_imported; 0 for an account without imports).
+INSERT INTO point_day_sums (account_id, metric, field, day, points, valued, total, low, high,
+                            first_start, last_start, sources, imported)
+SELECT :account_id, :metric, field, day, count(*), count(qty), sum(qty),
+       min(qty), max(qty), min(start), max(start),
+       CASE WHEN min(source) = max(source) THEN 1 ELSE 2 END, /*imported!*/
+FROM (SELECT field, source, start, qty, layer_id, /*day!*/ AS day
+      FROM points
+      WHERE account_id = :account_id AND metric = :metric
+        AND start >= :low AND start < :high) AS near
+WHERE day >= :day_low AND day <= :day_high
+GROUP BY field, day
+ON CONFLICT (account_id, metric, field, day) DO UPDATE SET
+    points = excluded.points,
+    valued = excluded.valued,
+    total = excluded.total,
+    low = excluded.low,
+    high = excluded.high,
+    first_start = excluded.first_start,
+    last_start = excluded.last_start,
+    sources = excluded.sources,
+    imported = excluded.imported
+
+-- count_imported --
+-- How many of a day's points an import brought (keep_day_sums' imported slot).
+count(CASE WHEN layer_id IN (
+    SELECT id FROM deliveries
+    WHERE account_id = :account_id AND content_type IN (:zip, :xml))
+    THEN 1 END)
+
+-- day_sums --
+-- A metric field's days of the phone's clock in [day_from, day_to), summed up as the fold
+-- keeps them (point_day_sums).
+SELECT day, points, valued, total, low, high, first_start, last_start, sources, imported
+FROM point_day_sums
+WHERE account_id = :account_id AND metric = :metric AND field = :field
+  AND day >= :day_from AND day < :day_to
+ORDER BY day
+
 -- imported_deliveries --
 -- The deliveries of an account that are imports of the Health app's export (their
 -- content types): the origin the overlap rule tells apart from HAE's (healthlog.overlap).
