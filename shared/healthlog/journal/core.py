@@ -908,11 +908,8 @@ class SqlJournal:
             "day_to": day_to,
         }
         found = self._fetch(self._sql["day_sums"], params)
-        return [
-            DaySum(str(day), int(points), int(valued), total, low, high, str(first),
-                   str(last), int(sources), int(imported))
-            for day, points, valued, total, low, high, first, last, sources, imported in found
-        ]  # fmt: skip
+        # both drivers give the columns in DaySum's types already: a row a day, as it comes
+        return [DaySum(*row) for row in found]
 
     def imported_deliveries(self, account_id: str) -> frozenset[str]:
         found = self._fetch(
