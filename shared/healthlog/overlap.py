@@ -46,8 +46,9 @@ from healthlog.errors import ConfigError
 from healthlog.journal.port import BucketRow
 
 DEFAULT_PRIORITY = "watch,iphone"
-#: a day of the phone's clock holds UTC starts up to this far from its UTC midnight
-_DAY_REACH = timedelta(hours=14)
+#: a day of the phone's clock holds UTC starts up to this far beyond its UTC day: the
+#: offsets in use reach 14 hours, and the parser takes any under a day
+_DAY_REACH = timedelta(hours=24)
 
 T = TypeVar("T")
 
@@ -106,7 +107,10 @@ def local_day(start: str, utc_offset: int | None) -> str:
     minutes = int(start[11:13]) * 60 + int(start[14:16]) + (utc_offset or 0)
     if 0 <= minutes < 1440:
         return start[:10]
-    return (_instant(start) + timedelta(minutes=utc_offset or 0)).date().isoformat()
+    try:
+        return (_instant(start) + timedelta(minutes=utc_offset or 0)).date().isoformat()
+    except OverflowError:  # before the calendar's first day, or after its last
+        return start[:10]
 
 
 def counted(
@@ -128,9 +132,9 @@ def counted(
     for point in points:
         if point.start[:13] != hour:  # the horizon moves at most once an hour
             hour = point.start[:13]
-            # a day of the phone's clock D holds starts below D + 1 day + 14 h: every
-            # day before the date of (this start - 14 h) is complete
-            horizon = (_instant(point.start) - _DAY_REACH).date().isoformat()
+            # a day of the phone's clock D holds starts below D + 1 day + its reach:
+            # every day before the date of (this start - the reach) is complete
+            horizon = _horizon(point.start)
             while days:
                 first = min(days)
                 if first[0] >= horizon:
@@ -140,6 +144,14 @@ def counted(
         days.setdefault(key, []).append(point)
     for key in sorted(days):
         yield from _decide(days[key], cumulative, priority, keep_all)
+
+
+def _horizon(start: str) -> str:
+    """The first day of the phone's clock a point starting at ``start`` may still join."""
+    try:
+        return (_instant(start) - _DAY_REACH).date().isoformat()
+    except OverflowError:  # the calendar's first day
+        return "0001-01-01"
 
 
 def _decide(
@@ -317,7 +329,10 @@ def _bucket_key(bucket: str) -> Callable[[str, int | None], str]:
         def clock(start: str, offset: int | None) -> str:
             minutes = int(start[11:13]) * 60 + int(start[14:16]) + (offset or 0)
             if not 0 <= minutes < 1440:
-                local = _instant(start) + timedelta(minutes=offset or 0)
+                try:
+                    local = _instant(start) + timedelta(minutes=offset or 0)
+                except OverflowError:  # off the calendar's ends: its UTC time
+                    local = _instant(start)
                 return local.strftime("%Y-%m-%dT%H:00" if hourly else "%Y-%m-%dT%H:%M")
             hh, mm = divmod(minutes, 60)
             return f"{start[:10]}T{hh:02d}:00" if hourly else f"{start[:10]}T{hh:02d}:{mm:02d}"

@@ -335,7 +335,11 @@ def local_text(utc_text: str | None, offset_min: int | None) -> str | None:
     """A stored UTC time as ISO 8601 on the phone's clock, with its offset."""
     if utc_text is None:
         return None
-    return from_text(utc_text).astimezone(_zone(offset_min)).isoformat()
+    at = from_text(utc_text)
+    try:
+        return at.astimezone(_zone(offset_min)).isoformat()
+    except OverflowError:  # off the calendar's ends on the phone's clock: UTC
+        return at.isoformat()
 
 
 def auto_resolution(
@@ -558,15 +562,18 @@ class Reads:
                     )
             else:
                 rest.append(kept)
-        if rest:
-            wanted = {kept.day for kept in rest}
-            lowest = min(kept.first for kept in rest)
-            after = to_text(from_text(max(kept.last for kept in rest)) + timedelta(microseconds=1))
+        for run in _runs_of_days(rest):
+            # each run of consecutive days on its own: a range cut at both ends reads
+            # the points of its first and last days, not of every day between
+            wanted = {kept.day for kept in run}
+            lowest = min(kept.first for kept in run)
+            latest = max(kept.last for kept in run)
+            after = _moved_text(latest, timedelta(microseconds=1))
             counted = self.counted_points(
                 metric,
                 info.field,
                 start=lowest if low is None else max(low, lowest),
-                end=after if high is None else min(high, after),
+                end=after if high is None else (high if after is None else min(high, after)),
                 ruled=ruled,
             )
             for day, sums in overlap.sums_by(counted, "day").items():
@@ -826,10 +833,32 @@ class Reads:
 DAILY_SHARE = 0.5
 
 
+def _runs_of_days(kept: list[DaySum]) -> list[list[DaySum]]:
+    """Days (in day order) as runs of consecutive days."""
+    runs: list[list[DaySum]] = []
+    previous: date | None = None
+    for day in kept:
+        this = date.fromisoformat(day.day)
+        if runs and previous is not None and (this - previous).days == 1:
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+        previous = this
+    return runs
+
+
+def _moved_text(text: str, by: timedelta) -> str | None:
+    """Stored time text moved ``by``; None past the calendar's end."""
+    try:
+        return to_text(from_text(text) + by)
+    except OverflowError:
+        return None
+
+
 def _day_span(first: datetime | None, last: datetime | None) -> tuple[str, str]:
     """The days of the phone's clock [first, last) can reach: a day wider each side (any
     offset), the calendar's ends where there is no bound or it leaves the calendar."""
-    low, high = "0000-01-01", "9999-12-31"
+    low, high = "0000-01-01", "9999-99-99"  # text bounds past any day
     with contextlib.suppress(OverflowError):
         if first is not None:
             low = (first - timedelta(days=1)).date().isoformat()

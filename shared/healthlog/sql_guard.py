@@ -14,8 +14,12 @@ limit and a time limit. Several layers, each enough on its own for what it cover
 2. The connection. SQLite: the file opened read-only (``mode=ro``), the views ``TEMP``
    (in the connection's own temporary schema), and an authorizer that allows a
    ``SELECT``, the reading of a view, of the journal's tables only *through* a view,
-   and functions but ``load_extension`` and the file ones; ``ATTACH`` is also limited
-   to 0 databases; a progress handler stops a query past its time. PostgreSQL: a
+   and functions but ``load_extension`` and the file ones (one gap, which layer 1
+   closes: SQLite names no view for a read of *no column* of ``series`` or
+   ``point_rows``, which ``my_points`` joins, so such a read is allowed; alone it would
+   let a query count every account's series and points, never read a value);
+   ``ATTACH`` is also limited to 0 databases; a progress handler stops a query past
+   its time. PostgreSQL: a
    connection of its own with ``TEMP`` views (made once, before any query), each query
    in a ``READ ONLY`` transaction with ``statement_timeout`` and a ``search_path`` that
    holds only ``pg_catalog`` and ``pg_temp`` (an unqualified table name other than a

@@ -111,6 +111,25 @@ def test_the_kept_days_are_what_the_points_sum_up_to(seed: Seed, journal: Journa
     assert_kept_as_recomputed(journal, bob.id)
 
 
+def test_a_point_sent_again_with_another_offset_leaves_its_old_day(
+    seed: Seed, journal: Journal
+) -> None:
+    """The phone changed time zone: the same key now falls on the next day."""
+    alice = seed.account("alice")
+    seed.fold(seed.delivery(), [hr("2026-03-01T23:30:00.000000Z", 100, offset=0)])
+    seed.fold(seed.delivery(), [hr("2026-03-01T23:30:00.000000Z", 100, offset=60)])
+    assert_kept_as_recomputed(journal, alice.id)
+    days = journal.day_sums(
+        account_id=alice.id, metric="heart_rate", field="avg",
+        day_from=EVERY_DAY[0], day_to=EVERY_DAY[1],
+    )  # fmt: skip
+    assert [(d.day, d.total) for d in days] == [("2026-03-02", 100.0)]
+    assert journal.metric_days(account_id=alice.id) == [("heart_rate", "2026-03-02", 1)]
+    # an offset of nearly a day (the parser takes any under one) lands on its day too
+    seed.fold(seed.delivery(), [hr("2026-02-28T05:30:00.000000Z", 7, offset=1410)])
+    assert_kept_as_recomputed(journal, alice.id)
+
+
 def test_a_fold_in_steps_and_an_import_keep_their_days_too(seed: Seed, journal: Journal) -> None:
     alice = seed.account("alice")
     at = seed.clock + timedelta(minutes=5)

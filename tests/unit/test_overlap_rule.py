@@ -6,11 +6,17 @@ End to end (imports, HAE deliveries, both journals, the export's command line):
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from healthlog import overlap
+from healthlog import cli, ids, overlap
+from healthlog.archive.keys import EXPORT_ZIP
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
+from healthlog.journal.sqlite import SqliteJournal
+from healthlog.model import NewDelivery, ParseStatus, Point
 from healthlog.overlap import Candidate, SourcePriority
+from healthlog.reads import Reads, Resolution
 
 WATCH, PHONE, RING = "Jo's Apple Watch", "Jo's iPhone", "Ring"
 
@@ -151,3 +157,47 @@ def test_buckets_sum_what_counts_on_the_phones_clock() -> None:
     assert [r.start for r in overlap.buckets(overlap.counted(points, cumulative=True), "week")] == [
         "2026-03-02"
     ]
+
+
+def test_the_calendars_ends_are_read_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parser takes year 1 and year 9999: with an offset, their local days leave the
+    calendar; every read says the UTC day instead of failing."""
+    path = tmp_path / "journal.db"
+    journal = SqliteJournal(str(path))
+    journal.migrate()
+    account = journal.add_account("alice", "hash")
+
+    def step(start: str, offset: int, qty: float, source: str) -> Point:
+        return Point("step_count", "qty", source, start, offset, None, qty, None, "count", None)
+
+    sent = (
+        ("application/json", [step("0001-01-01T05:00:00.000000Z", -300, 5, WATCH),
+                              step("9999-12-31T22:00:00.000000Z", 300, 3, PHONE)]),
+        (EXPORT_ZIP, [step("2026-01-01T05:00:00.000000Z", 0, 1, PHONE)]),
+    )  # fmt: skip
+    for content_type, points in sent:
+        at = ids.now()
+        key = ids.new_delivery_id(at)
+        journal.insert_delivery(NewDelivery(key, account.id, at, key, 1, content_type))
+        journal.write_outcome(
+            key, expected=ParseStatus.PENDING, status=ParseStatus.PARSED, uncovered=(),
+            failure=None, points=points,
+        )  # fmt: skip
+    reads = Reads(journal, account)
+    for resolution in (Resolution.RAW, Resolution.MINUTE, Resolution.HOUR, Resolution.DAY):
+        found = reads.series("step_count", resolution=resolution).samples
+        assert [s.value for s in found] == [5.0, 1.0, 3.0], resolution
+    days = reads.series("step_count", resolution=Resolution.DAY).samples
+    assert [s.t for s in days] == ["0001-01-01", "2026-01-01", "9999-12-31"]
+    journal.close()
+    monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{path}")
+    monkeypatch.setenv("HEALTHLOG_ARCHIVE_URL", f"file://{tmp_path}")
+    out = tmp_path / "out.csv"
+    for argv in (
+        ["export", "--metric", "step_count", "-o", str(out)],
+        ["export", "--from", "0001-01-01", "--to", "9999-12-31", "-o", str(out)],
+        ["coverage", "--json"],
+    ):
+        assert cli.main(argv) == 0, argv

@@ -115,6 +115,7 @@ STATEMENTS = (
     "insert_extent",
     "merge_extent",
     "account_series",
+    "clear_day_sums",
     "keep_day_sums",
     "count_imported",
     "day_sums",
@@ -213,22 +214,16 @@ DayRun = tuple[date, date]
 _IMPORTS = {"zip": keys.EXPORT_ZIP, "xml": keys.EXPORT_XML}
 
 
-def local_days(points: Sequence[Point]) -> dict[str, list[DayRun]]:
-    """Per metric, the days of the phone's clock its points are on, as runs of days."""
+def local_days(points: Sequence[Point]) -> dict[str, set[str]]:
+    """Per metric, the days of the phone's clock its points are on (``YYYY-MM-DD``)."""
     days_of: dict[str, set[str]] = {}
     for p in points:
         try:
             day = local_day(p.start, p.utc_offset)
-        except ValueError:  # not a time: on no day of the phone's clock
+        except (ValueError, OverflowError):  # not a time, or off the calendar's ends
             continue
         days_of.setdefault(p.metric, set()).add(day)
-    found = {}
-    for metric, days in sorted(days_of.items()):
-        try:
-            found[metric] = _date_runs(sorted(date.fromisoformat(day) for day in days))
-        except ValueError:
-            continue
-    return found
+    return days_of
 
 
 def _day_text(day: date, shift: int, clock: str) -> str:
@@ -237,7 +232,7 @@ def _day_text(day: date, shift: int, clock: str) -> str:
     try:
         return (day + timedelta(days=shift)).isoformat() + clock
     except OverflowError:
-        return (date.min if shift < 0 else date.max).isoformat() + clock
+        return date.min.isoformat() + _DAY_START if shift < 0 else date.max.isoformat() + _DAY_END
 
 
 def _date_runs(dates: list[date]) -> list[DayRun]:
@@ -284,6 +279,7 @@ class _DayTally:
         self._bars = bars
         self._ranges = ranges
         self._before: dict[tuple[str, str], tuple[int, int]] = {}
+        self._changed: set[tuple[str, str]] = set()
 
     def _read(self, conn: Connection) -> dict[tuple[str, str], tuple[int, int]]:
         counts: dict[tuple[str, str], tuple[int, int]] = {}
@@ -304,16 +300,19 @@ class _DayTally:
     def count_before(self, conn: Connection) -> None:
         self._before = self._read(conn)
 
-    def keep_day_sums(
-        self, conn: Connection, local_days: dict[str, list[tuple[date, date]]]
-    ) -> None:
-        """Recompute point_day_sums for the days of the phone's clock the points are on.
+    def keep_day_sums(self, conn: Connection, local_days: dict[str, set[str]]) -> None:
+        """Recompute point_day_sums for every day of the phone's clock the write changed.
 
-        ``local_days``: per metric, runs of those days. A day's points start from 14 hours
-        before it to 14 hours after it (the widest offsets), so that range of starts is
-        read, and only the run's days are written.
+        ``local_days``: per metric, the days the delivery's points are on; with them the
+        days whose count the tally saw change (a point re-sent with another offset moves
+        from one day to another, and leaves its old day behind). Each run of those days is
+        cleared and summed again from its points, which start from a day before the run
+        to a day after it (an offset is less than a day), so an emptied day goes too.
         """
-        if not local_days:
+        days_of = {metric: set(days) for metric, days in local_days.items()}
+        for metric, day in self._changed:
+            days_of.setdefault(metric, set()).add(day)
+        if not days_of:
             return
         imports = conn.execute(
             self._sql["imported_deliveries"], {"account_id": self._layer.account_id, **_IMPORTS}
@@ -323,23 +322,34 @@ class _DayTally:
             day=self._sql["bucket_day"],
             imported=self._sql["count_imported"] if imports else "0",
         )
-        for metric, runs in local_days.items():
+        for metric, days in sorted(days_of.items()):
+            try:
+                runs = _date_runs(sorted(date.fromisoformat(day) for day in days))
+            except ValueError:
+                continue  # not a day: no time to sum it by
             for first, last in runs:
                 params = {
                     "account_id": self._layer.account_id,
                     "metric": metric,
-                    "low": _day_text(first, -1, "T10:00:00.000000Z"),
-                    "high": _day_text(last, 1, "T14:00:00.000000Z"),
+                    "low": _day_text(first, -1, _DAY_START),
+                    "high": _day_text(last, 2, _DAY_START),
                     "day_low": first.isoformat(),
                     "day_high": last.isoformat(),
                     **_IMPORTS,
                 }
+                conn.execute(self._sql["clear_day_sums"], params)
                 conn.execute(query, params)
 
     def count_after(self, conn: Connection) -> None:
-        for (metric, day), (points, late) in self._read(conn).items():
-            before = self._before.get((metric, day), (0, 0))
-            brought = {"points": points - before[0], "late": late - before[1]}
+        after = self._read(conn)
+        self._changed = {
+            key for key in {*after, *self._before} if after.get(key) != self._before.get(key)
+        }
+        for metric, day in sorted(self._changed):
+            points, late = after.get((metric, day), (0, 0))
+            held = self._before.get((metric, day), (0, 0))
+            # a day a point left (re-sent with another offset) loses it: negative counts
+            brought = {"points": points - held[0], "late": late - held[1]}
             if brought["points"] or brought["late"]:
                 params = {"account_id": self._layer.account_id, "metric": metric, "day": day}
                 conn.execute(self._sql["add_point_days"], {**params, **brought})

@@ -328,6 +328,13 @@ WHERE account_id = %(account_id)s AND metric = %(metric)s AND field = %(field)s 
 GROUP BY bucket
 ORDER BY bucket
 
+-- clear_day_sums --
+-- A metric's days of the phone's clock in [day_low, day_high], before keep_day_sums sums
+-- them again: a day no point is on any more has no row.
+DELETE FROM point_day_sums
+WHERE account_id = %(account_id)s AND metric = %(metric)s
+  AND day >= %(day_low)s AND day <= %(day_high)s
+
 -- keep_day_sums --
 -- A metric's days of the phone's clock in [day_low, day_high], recomputed whole from the
 -- showcase's points in a range of starts that holds every point of those days
@@ -382,7 +389,7 @@ SELECT id FROM deliveries WHERE account_id = %(account_id)s AND content_type IN 
 -- kept as the fold writes).
 SELECT metric, day, points
 FROM point_days
-WHERE account_id = %(account_id)s /*and*/
+WHERE account_id = %(account_id)s AND points > 0 /*and*/
 ORDER BY metric, day
 
 -- late_days --

@@ -274,6 +274,13 @@ WHERE account_id = :account_id AND metric = :metric AND field = :field /*and*/
 GROUP BY bucket
 ORDER BY bucket
 
+-- clear_day_sums --
+-- A metric's days of the phone's clock in [day_low, day_high], before keep_day_sums sums
+-- them again: a day no point is on any more has no row.
+DELETE FROM point_day_sums
+WHERE account_id = :account_id AND metric = :metric
+  AND day >= :day_low AND day <= :day_high
+
 -- keep_day_sums --
 -- A metric's days of the phone's clock in [day_low, day_high], recomputed whole from the
 -- showcase's points in a range of starts that holds every point of those days
@@ -328,7 +335,7 @@ SELECT id FROM deliveries WHERE account_id = :account_id AND content_type IN (:z
 -- kept as the fold writes).
 SELECT metric, day, points
 FROM point_days
-WHERE account_id = :account_id /*and*/
+WHERE account_id = :account_id AND points > 0 /*and*/
 ORDER BY metric, day
 
 -- late_days --
@@ -404,7 +411,9 @@ strftime('%Y-%m-%dT%H:00', start, coalesce(utc_offset, 0) || ' minutes')
 CASE WHEN substr(start, 12, 2) * 60 + substr(start, 15, 2) + coalesce(utc_offset, 0)
           BETWEEN 0 AND 1439
      THEN substr(start, 1, 10)
-     ELSE date(start, coalesce(utc_offset, 0) || ' minutes') END
+     -- date() gives NULL off the calendar's ends (year 1 moved back): the UTC day then
+     ELSE coalesce(date(start, coalesce(utc_offset, 0) || ' minutes'), substr(start, 1, 10))
+END
 
 -- bucket_week --
 -- The Monday of a point's week on the phone's clock.

@@ -38,7 +38,8 @@ SELECT account_id, metric, field,
        CASE WHEN substr(start, 12, 2) * 60 + substr(start, 15, 2) + coalesce(utc_offset, 0)
                  BETWEEN 0 AND 1439
             THEN substr(start, 1, 10)
-            ELSE date(start, coalesce(utc_offset, 0) || ' minutes') END AS day,
+            ELSE coalesce(date(start, coalesce(utc_offset, 0) || ' minutes'),
+                          substr(start, 1, 10)) END AS day,
        count(*), count(qty), sum(qty), min(qty), max(qty), min(start), max(start),
        CASE WHEN min(source) = max(source) THEN 1 ELSE 2 END,
        count(CASE WHEN layer_id IN (
