@@ -477,7 +477,7 @@ class Reads:
         if resolution is None:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
         kind = info.kind
-        ruled = self.overlaps_possible(info, source)
+        ruled = self.overlaps_possible(info, source, start=start, end=end)
         if resolution is Resolution.RAW:
             samples: list[Sample] = []
             truncated = False
@@ -594,16 +594,36 @@ class Reads:
             self._imported = self.journal.imported_deliveries(self.account.id)
         return self._imported
 
-    def overlaps_possible(self, info: MetricInfo, source: str | None = None) -> bool:
+    def overlaps_possible(
+        self,
+        info: MetricInfo,
+        source: str | None = None,
+        *,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+    ) -> bool:
         """Whether the overlap rule can change a read of ``info`` (else: plain SQL).
 
-        Only an account with imports can hold a day from two origins (rule 1), and only
-        a cumulative metric from several sources, read without a source filter, can
-        hold overlapping samples (rule 2).
+        Only a day with points of an import and of HAE (rule 1), or, for a cumulative
+        metric read without a source filter, a day with several sources (rule 2), can be
+        counted otherwise; the days the fold keeps summed say whether the range has one.
         """
-        if self.imported():
-            return True
-        return info.kind is Kind.CUMULATIVE and source is None and len(info.sources) > 1
+        if not self.imported() and not (
+            info.kind is Kind.CUMULATIVE and source is None and len(info.sources) > 1
+        ):
+            return False  # neither can happen here, whatever the days hold
+        day_from, day_to = _day_span(_as_datetime(start), _as_datetime(end))
+        several = info.kind is Kind.CUMULATIVE and source is None
+        return any(
+            0 < kept.imported < kept.points or (several and kept.sources > 1)
+            for kept in self.journal.day_sums(
+                account_id=self.account.id,
+                metric=info.metric,
+                field=info.field,
+                day_from=day_from,
+                day_to=day_to,
+            )
+        )
 
     def counted_points(
         self,

@@ -397,12 +397,15 @@ ON CONFLICT (delivery_id, metric, field, unit, source) DO UPDATE SET
     points = delivery_extents.points + excluded.points
 
 -- bucket_minute --
--- The minute of a point on the phone's clock (an expression for a bucket slot).
-strftime('%Y-%m-%dT%H:%M', start, coalesce(utc_offset, 0) || ' minutes')
+-- The minute of a point on the phone's clock (an expression for a bucket slot); off the
+-- calendar's ends there (year 1 moved back, 9999 on), its UTC minute, as for every bucket.
+coalesce(strftime('%Y-%m-%dT%H:%M', start, coalesce(utc_offset, 0) || ' minutes'),
+         strftime('%Y-%m-%dT%H:%M', start))
 
 -- bucket_hour --
 -- The hour of a point on the phone's clock.
-strftime('%Y-%m-%dT%H:00', start, coalesce(utc_offset, 0) || ' minutes')
+coalesce(strftime('%Y-%m-%dT%H:00', start, coalesce(utc_offset, 0) || ' minutes'),
+         strftime('%Y-%m-%dT%H:00', start))
 
 -- bucket_day --
 -- The day of a point on the phone's clock. Most points stay on their UTC day once the
@@ -417,11 +420,13 @@ END
 
 -- bucket_week --
 -- The Monday of a point's week on the phone's clock.
-date(start, coalesce(utc_offset, 0) || ' minutes', '-6 days', 'weekday 1')
+coalesce(date(start, coalesce(utc_offset, 0) || ' minutes', '-6 days', 'weekday 1'),
+         date(start, '-6 days', 'weekday 1'))
 
 -- bucket_month --
 -- The first day of a point's month on the phone's clock.
-strftime('%Y-%m-01', start, coalesce(utc_offset, 0) || ' minutes')
+coalesce(strftime('%Y-%m-01', start, coalesce(utc_offset, 0) || ' minutes'),
+         strftime('%Y-%m-01', start))
 
 -- account_series --
 -- An account's series: the identity, then the id and the two keys a point row takes.
