@@ -10,6 +10,7 @@ import errno
 import os
 import stat
 import threading
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -123,6 +124,21 @@ def test_concurrent_first_writes_into_a_new_root_all_commit(tmp_path: Path) -> N
         # the losers of the race to make the root left no staging folder behind
         assert os.listdir(archive.root.parent) == ["archive"]
         assert stat.S_IMODE(archive.root.stat().st_mode) == 0o700
+
+
+def test_a_staging_folder_a_crash_left_beside_the_root_is_swept(tmp_path: Path) -> None:
+    archive = LocalArchive(tmp_path / "archive")
+    archive.put(KEY, b"{}")
+    left = tmp_path / f"{MARKER}-new-crashed"  # a writer killed while making the root
+    left.mkdir()
+    (left / MARKER).write_bytes(b"x")
+    fresh = tmp_path / f"{MARKER}-new-running"  # one being made right now
+    fresh.mkdir()
+    old = time.time() - 7 * 3600
+    os.utime(left, (old, old))
+    assert archive.sweep(older_than_s=6 * 3600) == 1
+    assert sorted(os.listdir(tmp_path)) == sorted(["archive", fresh.name])
+    assert archive.read(KEY) == b"{}"
 
 
 def test_bodies_and_folders_are_private_to_the_service(tmp_path: Path) -> None:

@@ -140,9 +140,10 @@ class LocalArchive:
             _fsync_dir(folder.parent)
 
     def sweep(self, older_than_s: float) -> int:
-        """Delete the files in ``.tmp/`` not modified for ``older_than_s`` seconds."""
+        """Delete the files in ``.tmp/`` not modified for ``older_than_s`` seconds, and the
+        staging folders of a root a crash left beside it (``_create_root``)."""
         cutoff = time.time() - older_than_s
-        removed = 0
+        removed = self._sweep_staging(cutoff)
         try:
             with os.scandir(self.root / TMP_DIR) as it:
                 entries = list(it)
@@ -157,6 +158,26 @@ class LocalArchive:
                     removed += 1
             except FileNotFoundError:
                 continue  # its writer committed or aborted meanwhile
+            except OSError as e:
+                raise ArchiveUnavailable(f"archive sweep failed: {e.strerror}") from e
+        return removed
+
+    def _sweep_staging(self, cutoff: float) -> int:
+        """Remove ``.healthlog-archive-new-*`` folders beside the root older than ``cutoff``:
+        what a writer killed while it made the root left (a marker at most)."""
+        removed = 0
+        try:
+            with os.scandir(self.root.parent) as it:
+                staging = [e for e in it if e.name.startswith(f"{MARKER}-new-")]
+        except OSError:
+            return 0  # no parent folder yet, or not ours to list: nothing we left there
+        for entry in staging:
+            try:
+                if entry.is_dir(follow_symlinks=False) and entry.stat().st_mtime <= cutoff:
+                    shutil.rmtree(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue  # another sweep, or its writer, removed it meanwhile
             except OSError as e:
                 raise ArchiveUnavailable(f"archive sweep failed: {e.strerror}") from e
         return removed
