@@ -27,6 +27,7 @@ from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player, PlayOptions
 from healthlog.hae import parse
+from healthlog.journal.port import Journal
 from healthlog.model import ParseResult
 
 POISON = b"poison-pill-5b1e0c"
@@ -40,17 +41,19 @@ def poisoned_parse(body: bytes, **kw: Any) -> ParseResult:
     return parse(body, **kw)
 
 
-def main(argv: list[str]) -> int:
-    ready = Path(argv[0])
+def migrated_journal() -> tuple[Settings, Journal]:
+    """The settings of the environment the harness gave, with logging set up, and their
+    journal, migrated."""
     settings = Settings.from_env()
     log.setup(settings.log_level)
     journal = wiring.open_journal(settings)
     journal.migrate()
-    options = PlayOptions(
-        deadline_s=settings.fold_deadline_s, max_attempts=settings.max_fold_attempts
-    )
-    player = Player(journal, wiring.open_archive(settings), options, parse=poisoned_parse)
-    fold = FoldPass(journal, player, page_size=settings.page_size)
+    return settings, journal
+
+
+def drain(journal: Journal, fold: FoldPass, ready: Path) -> int:
+    """Hold the fold lock, say so in ``ready``, pass until nothing is pending: the exit
+    status (``LOCK_NOT_RELEASED_EXIT`` if a killed holder's lock was not dropped)."""
     # a killed holder's lock is dropped by the OS: waiting long here would be a bug
     with journal.fold_lock(wait_s=10) as held:
         if not held:
@@ -62,6 +65,17 @@ def main(argv: list[str]) -> int:
                 break
     journal.close()
     return 0
+
+
+def main(argv: list[str]) -> int:
+    ready = Path(argv[0])
+    settings, journal = migrated_journal()
+    options = PlayOptions(
+        deadline_s=settings.fold_deadline_s, max_attempts=settings.max_fold_attempts
+    )
+    player = Player(journal, wiring.open_archive(settings), options, parse=poisoned_parse)
+    fold = FoldPass(journal, player, page_size=settings.page_size)
+    return drain(journal, fold, ready)
 
 
 if __name__ == "__main__":

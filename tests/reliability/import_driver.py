@@ -22,15 +22,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from healthlog import log, wiring
-from healthlog.config import Settings
+from healthlog import wiring
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.service import make_player
 from healthlog.journal.port import Journal
 from healthlog.model import Step
 
+from tests.reliability.fold_driver import drain, migrated_journal
+
 POISON_EXIT = 9
-LOCK_NOT_RELEASED_EXIT = 3
 
 
 class PoisonedJournal:
@@ -56,26 +56,13 @@ class PoisonedJournal:
 
 def main(argv: list[str]) -> int:
     ready = Path(argv[0])
-    settings = Settings.from_env()
-    log.setup(settings.log_level)
-    journal = wiring.open_journal(settings)
-    journal.migrate()
+    settings, journal = migrated_journal()
     folded: Journal = journal
     if len(argv) > 1:
         folded = PoisonedJournal(journal, int(argv[1]))
     player = make_player(folded, wiring.open_archive(settings), settings)
     fold = FoldPass(folded, player, page_size=settings.page_size)
-    # a killed holder's lock is dropped by the OS: waiting long here would be a bug
-    with journal.fold_lock(wait_s=10) as held:
-        if not held:
-            return LOCK_NOT_RELEASED_EXIT
-        ready.write_text(str(os.getpid()))
-        while True:
-            report = fold.pass_once()
-            if report.stopped is None and journal.count_pending() == 0:
-                break
-    journal.close()
-    return 0
+    return drain(journal, fold, ready)
 
 
 if __name__ == "__main__":
