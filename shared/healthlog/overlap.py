@@ -306,9 +306,7 @@ def buckets(points: Iterable[Candidate[T]], bucket: str) -> list[BucketRow]:
 
 
 def roll_up(days: dict[str, Sums], bucket: str) -> list[BucketRow]:
-    """Days (``YYYY-MM-DD`` on the phone's clock) summed up into days, weeks or months."""
-    if bucket == "day":
-        return [days[day].row(day) for day in sorted(days)]
+    """Days (``YYYY-MM-DD`` on the phone's clock) summed up into weeks or months."""
     key = _bucket_key(bucket)
     found: dict[str, Sums] = {}
     for day in sorted(days):

@@ -124,6 +124,10 @@ WIDTHS = (
 )
 
 
+#: the resolutions read from the days the fold keeps summed (point_day_sums)
+_BY_DAYS = frozenset({Resolution.DAY, Resolution.WEEK, Resolution.MONTH})
+
+
 def kind_of(metric: str) -> Kind:
     return Kind.CUMULATIVE if metric in CUMULATIVE else Kind.DISCRETE
 
@@ -477,7 +481,13 @@ class Reads:
         if resolution is None:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
         kind = info.kind
-        ruled = self.overlaps_possible(info, source, start=start, end=end)
+        by_days = source is None and resolution in (
+            Resolution.DAY,
+            Resolution.WEEK,
+            Resolution.MONTH,
+        )
+        # by days, the kept days say day by day where the rule applies: no read beforehand
+        ruled = not by_days and self.overlaps_possible(info, source, start=start, end=end)
         if resolution is Resolution.RAW:
             samples: list[Sample] = []
             truncated = False
@@ -496,8 +506,8 @@ class Reads:
                 value = found.counted
                 samples.append(Sample(t, value, value, value, 1, p.source))
             return Series(metric, info.field, info.unit, kind, resolution, samples, truncated)
-        if source is None and resolution in (Resolution.DAY, Resolution.WEEK, Resolution.MONTH):
-            rows = self._by_days(metric, info, start, end, resolution, ruled)
+        if by_days:
+            rows = self._by_days(metric, info, start, end, resolution)
         elif ruled:
             counted = self.counted_points(metric, info.field, start=start, end=end, source=source)
             rows = overlap.buckets(counted, resolution.value)
@@ -521,7 +531,6 @@ class Reads:
         start: datetime | str | None,
         end: datetime | str | None,
         resolution: Resolution,
-        ruled: bool,
     ) -> list[BucketRow]:
         """Days, weeks or months from the days the fold keeps summed (point_day_sums).
 
@@ -534,7 +543,7 @@ class Reads:
         low, high = _bound(start), _bound(end)
         first, last = _as_datetime(start), _as_datetime(end)
         day_from, day_to = _day_span(first, last)
-        cumulative = info.kind is Kind.CUMULATIVE
+        may = self._may_overlap(info)
         by_day = resolution is Resolution.DAY
         rows: dict[str, BucketRow] = {}  # by_day: the rows themselves
         days: dict[str, overlap.Sums] = {}
@@ -549,8 +558,7 @@ class Reads:
             if (low is not None and kept.last < low) or (high is not None and kept.first >= high):
                 continue  # none of the day's points is in the range
             whole = (low is None or kept.first >= low) and (high is None or kept.last < high)
-            mixed = 0 < kept.imported < kept.points or (cumulative and kept.sources > 1)
-            if whole and not (ruled and mixed):
+            if whole and not (may and _mixed(kept, info)):
                 if by_day:  # the row itself, no sums to add up
                     avg = None if kept.total is None else kept.total / kept.valued
                     rows[kept.day] = BucketRow(
@@ -568,13 +576,13 @@ class Reads:
             wanted = {kept.day for kept in run}
             lowest = min(kept.first for kept in run)
             latest = max(kept.last for kept in run)
-            after = _moved_text(latest, timedelta(microseconds=1))
+            after = _moved(from_text(latest), timedelta(microseconds=1))
             counted = self.counted_points(
                 metric,
                 info.field,
                 start=lowest if low is None else max(low, lowest),
                 end=after if high is None else (high if after is None else min(high, after)),
-                ruled=ruled,
+                ruled=may and any(_mixed(kept, info) for kept in run),
             )
             for day, sums in overlap.sums_by(counted, "day").items():
                 if day in wanted:
@@ -608,14 +616,11 @@ class Reads:
         metric read without a source filter, a day with several sources (rule 2), can be
         counted otherwise; the days the fold keeps summed say whether the range has one.
         """
-        if not self.imported() and not (
-            info.kind is Kind.CUMULATIVE and source is None and len(info.sources) > 1
-        ):
+        if not self._may_overlap(info, source):
             return False  # neither can happen here, whatever the days hold
         day_from, day_to = _day_span(_as_datetime(start), _as_datetime(end))
-        several = info.kind is Kind.CUMULATIVE and source is None
         return any(
-            0 < kept.imported < kept.points or (several and kept.sources > 1)
+            _mixed(kept, info, source)
             for kept in self.journal.day_sums(
                 account_id=self.account.id,
                 metric=info.metric,
@@ -624,6 +629,13 @@ class Reads:
                 day_to=day_to,
             )
         )
+
+    def _may_overlap(self, info: MetricInfo, source: str | None = None) -> bool:
+        """Whether any day of ``info`` could be counted otherwise: an account with imports
+        (rule 1), or a cumulative metric of several sources read whole (rule 2)."""
+        if self.imported():
+            return True
+        return info.kind is Kind.CUMULATIVE and source is None and len(info.sources) > 1
 
     def counted_points(
         self,
@@ -853,6 +865,13 @@ class Reads:
 DAILY_SHARE = 0.5
 
 
+def _mixed(kept: DaySum, info: MetricInfo, source: str | None = None) -> bool:
+    """Whether the overlap rule can count a kept day otherwise than its sums: points of an
+    import and of HAE (rule 1), or several sources of a cumulative metric (rule 2)."""
+    several = info.kind is Kind.CUMULATIVE and source is None and kept.sources > 1
+    return 0 < kept.imported < kept.points or several
+
+
 def _runs_of_days(kept: list[DaySum]) -> list[list[DaySum]]:
     """Days (in day order) as runs of consecutive days."""
     runs: list[list[DaySum]] = []
@@ -865,14 +884,6 @@ def _runs_of_days(kept: list[DaySum]) -> list[list[DaySum]]:
             runs.append([day])
         previous = this
     return runs
-
-
-def _moved_text(text: str, by: timedelta) -> str | None:
-    """Stored time text moved ``by``; None past the calendar's end."""
-    try:
-        return to_text(from_text(text) + by)
-    except OverflowError:
-        return None
 
 
 def _day_span(first: datetime | None, last: datetime | None) -> tuple[str, str]:
@@ -896,15 +907,15 @@ def widened(low: str | None, high: str | None) -> tuple[str | None, str | None]:
     [low, high) touches; ``counted_stream(within=...)`` cuts them back once decided.
     """
     wide_low, wide_high = _as_datetime(low), _as_datetime(high)
-    return _moved(wide_low, -1), _moved(wide_high, 1)
+    return _moved(wide_low, -timedelta(days=1)), _moved(wide_high, timedelta(days=1))
 
 
-def _moved(at: datetime | None, days: int) -> str | None:
-    """``at`` moved by ``days``, as stored text; None (no bound) past the calendar's end."""
+def _moved(at: datetime | None, by: timedelta) -> str | None:
+    """``at`` moved ``by``, as stored text; None (no bound) past the calendar's ends."""
     if at is None:
         return None
     try:
-        return to_text(at + timedelta(days=days))
+        return to_text(at + by)
     except OverflowError:
         return None
 
