@@ -422,13 +422,8 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
                     }
                     for s in w.splits()
                 ],
-                "route_summary": {
-                    "points": summary.points,
-                    "distance_m": summary.distance_m,
-                    "elevation_gain_m": summary.elevation_gain_m,
-                    "bbox": list(summary.bbox) if summary.bbox else None,
-                    "bbox_is": "min lon, min lat, max lon, max lat (degrees)",
-                },
+                "route_summary": summary.as_dict()
+                | {"bbox_is": "min lon, min lat, max lon, max lat (degrees)"},
             }
             if include_route:
                 fixes = [

@@ -260,6 +260,14 @@ class RouteSummary:
     elevation_gain_m: float
     bbox: tuple[float, float, float, float] | None  # min lon, min lat, max lon, max lat
 
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "points": self.points,
+            "distance_m": self.distance_m,
+            "elevation_gain_m": self.elevation_gain_m,
+            "bbox": list(self.bbox) if self.bbox else None,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Split:

@@ -267,19 +267,13 @@ def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
 def workout(identity: str) -> Any:
     """One workout: its fields, heart-rate series, route (lon/lat/alt) and route summary."""
     w = _reads().workout(identity)
-    summary = w.route_summary()
     return _workout_head(w) | {
         "body": w.body,
         "series": sorted(w.series),
         "heart_rate": _items(w, "heartRateData"),
         "heart_rate_recovery": _items(w, "heartRateRecovery"),
         "route": [{"lon": i.lon, "lat": i.lat, "alt": i.alt} for i in w.route()],
-        "route_summary": {
-            "points": summary.points,
-            "distance_m": summary.distance_m,
-            "elevation_gain_m": summary.elevation_gain_m,
-            "bbox": list(summary.bbox) if summary.bbox else None,
-        },
+        "route_summary": w.route_summary().as_dict(),
     }
 
 
