@@ -157,7 +157,7 @@ class MetricInfo:
     sources: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Sample:
     """One row of a series: a bucket, or a raw point (count 1, min = max = value)."""
 
@@ -515,8 +515,11 @@ class Reads:
                 samples.append(Sample(t, value, value, value, 1, p.source))
             return Series(metric, info.field, info.unit, kind, resolution, samples, truncated)
         if by_days:
-            rows = self._by_days(metric, info, start, end, resolution)
-        elif ruled:
+            kept = self._by_days(metric, info, start, end, resolution)
+            return Series(
+                metric, info.field, info.unit, kind, resolution, kept[:limit], len(kept) > limit
+            )
+        if ruled:
             counted = self.counted_points(metric, info.field, start=start, end=end, source=source)
             rows = overlap.buckets(counted, resolution.value)
         else:
@@ -539,7 +542,7 @@ class Reads:
         start: datetime | str | None,
         end: datetime | str | None,
         resolution: Resolution,
-    ) -> list[BucketRow]:
+    ) -> list[Sample]:
         """Days, weeks or months from the days the fold keeps summed (point_day_sums).
 
         A kept day counts as it is when the range holds all of it and the overlap rule
@@ -553,7 +556,8 @@ class Reads:
         day_from, day_to = _day_span(first, last)
         may = self._may_overlap(info)
         by_day = resolution is Resolution.DAY
-        rows: dict[str, BucketRow] = {}  # by_day: the rows themselves
+        cumulative = info.kind is Kind.CUMULATIVE
+        rows: dict[str, Sample] = {}  # by_day: the samples themselves
         days: dict[str, overlap.Sums] = {}
         rest: list[DaySum] = []
         for kept in self.journal.day_sums(
@@ -563,19 +567,17 @@ class Reads:
             day_from=day_from,
             day_to=day_to,
         ):
-            if (low is not None and kept.last < low) or (high is not None and kept.first >= high):
+            # a read of years makes this loop its hot path: the row unpacked once
+            day, points, valued, total, least, most, earliest, latest, _, _ = kept
+            if (low is not None and latest < low) or (high is not None and earliest >= high):
                 continue  # none of the day's points is in the range
-            whole = (low is None or kept.first >= low) and (high is None or kept.last < high)
+            whole = (low is None or earliest >= low) and (high is None or latest < high)
             if whole and not (may and _mixed(kept, info)):
-                if by_day:  # the row itself, no sums to add up
-                    avg = None if kept.total is None else kept.total / kept.valued
-                    rows[kept.day] = BucketRow(
-                        kept.day, kept.points, kept.low, avg, kept.high, kept.total
-                    )
+                if by_day:  # the day's sample itself, no sums to add up
+                    value = total if cumulative or total is None else total / valued
+                    rows[day] = Sample(day, value, least, most, points)
                 else:
-                    days[kept.day] = overlap.Sums(
-                        kept.points, kept.valued, kept.total, kept.low, kept.high
-                    )
+                    days[day] = overlap.Sums(points, valued, total, least, most)
             else:
                 rest.append(kept)
         for run in _runs_of_days(rest):
@@ -595,12 +597,12 @@ class Reads:
             for day, sums in overlap.sums_by(counted, "day").items():
                 if day in wanted:
                     if by_day:
-                        rows[day] = sums.row(day)
+                        rows[day] = _sample(sums.row(day), info.kind)
                     else:
                         days[day] = sums
         if by_day:
             return [rows[day] for day in sorted(rows)]
-        return overlap.roll_up(days, resolution.value)
+        return [_sample(row, info.kind) for row in overlap.roll_up(days, resolution.value)]
 
     # --- one truth where sources overlap -------------------------------------------------
 

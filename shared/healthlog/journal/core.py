@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import date, datetime, timedelta
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, TypeVar
 
@@ -54,7 +55,6 @@ from healthlog.model import (
     Record,
     Step,
 )
-from healthlog.overlap import local_day
 
 T = TypeVar("T")
 
@@ -214,18 +214,6 @@ DayRun = tuple[date, date]
 _IMPORTS = {"zip": keys.EXPORT_ZIP, "xml": keys.EXPORT_XML}
 
 
-def local_days(points: Sequence[Point]) -> dict[str, set[str]]:
-    """Per metric, the days of the phone's clock its points are on (``YYYY-MM-DD``)."""
-    days_of: dict[str, set[str]] = {}
-    for p in points:
-        try:
-            day = local_day(p.start, p.utc_offset)
-        except (ValueError, OverflowError):  # not a time, or off the calendar's ends
-            continue
-        days_of.setdefault(p.metric, set()).add(day)
-    return days_of
-
-
 def _day_text(day: date, shift: int, clock: str) -> str:
     """``day`` moved by ``shift`` days, as stored time text at ``clock``; the first or the
     last day there is when that leaves the calendar (year 1, year 9999)."""
@@ -279,6 +267,7 @@ class _DayTally:
         self._bars = bars
         self._ranges = ranges
         self._before: dict[tuple[str, str], tuple[int, int]] = {}
+        self._after: dict[tuple[str, str], tuple[int, int]] = {}
         self._changed: set[tuple[str, str]] = set()
 
     def _read(self, conn: Connection) -> dict[tuple[str, str], tuple[int, int]]:
@@ -300,18 +289,23 @@ class _DayTally:
     def count_before(self, conn: Connection) -> None:
         self._before = self._read(conn)
 
-    def keep_day_sums(self, conn: Connection, local_days: dict[str, set[str]]) -> None:
+    def keep_day_sums(self, conn: Connection) -> None:
         """Recompute point_day_sums for every day of the phone's clock the write changed.
 
-        ``local_days``: per metric, the days the delivery's points are on; with them the
-        days whose count the tally saw change (a point re-sent with another offset moves
-        from one day to another, and leaves its old day behind). Each run of those days is
-        cleared and summed again from its points, which start from a day before the run
-        to a day after it (an offset is less than a day), so an emptied day goes too.
+        The days are those the tally read after the write (``count_after``): every day
+        with a point that starts where the delivery's points do, so every day a point of
+        the delivery is on (no pass over the points for it), and the days whose count
+        it saw change (a point re-sent with another offset moves from one day to
+        another, and leaves its old day behind). Each run of those days is cleared and
+        summed again from its points, which start from a day before the run to a day
+        after it (an offset is less than a day), so an emptied day goes too.
         """
-        days_of = {metric: set(days) for metric, days in local_days.items()}
-        for metric, day in self._changed:
-            days_of.setdefault(metric, set()).add(day)
+        days_of: dict[str, set[date]] = {}
+        for metric, day in {*self._after, *self._changed}:
+            try:
+                days_of.setdefault(metric, set()).add(date.fromisoformat(day))
+            except ValueError:
+                continue  # not a day (a start stored as it came): no time to sum it by
         if not days_of:
             return
         imports = conn.execute(
@@ -323,11 +317,7 @@ class _DayTally:
             imported=self._sql["count_imported"] if imports else "0",
         )
         for metric, days in sorted(days_of.items()):
-            try:
-                runs = _date_runs(sorted(date.fromisoformat(day) for day in days))
-            except ValueError:
-                continue  # not a day: no time to sum it by
-            for first, last in runs:
+            for first, last in _date_runs(sorted(days)):
                 params = {
                     "account_id": self._layer.account_id,
                     "metric": metric,
@@ -341,7 +331,7 @@ class _DayTally:
                 conn.execute(query, params)
 
     def count_after(self, conn: Connection) -> None:
-        after = self._read(conn)
+        self._after = after = self._read(conn)
         self._changed = {
             key for key in {*after, *self._before} if after.get(key) != self._before.get(key)
         }
@@ -642,7 +632,7 @@ class SqlJournal:
             tally = self._tally(conn, layer, points, by_series)
             self._driver.write_showcase(conn, layer, points, records)
             tally.count_after(conn)
-            tally.keep_day_sums(conn, local_days(points))
+            tally.keep_day_sums(conn)
             if step is None or step.after == 0:
                 conn.execute(sql["delete_extents"], {"delivery_id": delivery_id})
             extent = sql["insert_extent" if step is None else "merge_extent"]
@@ -918,8 +908,10 @@ class SqlJournal:
             "day_to": day_to,
         }
         found = self._fetch(self._sql["day_sums"], params)
-        # both drivers give the columns in DaySum's types already: a row a day, as it comes
-        return [DaySum(*row) for row in found]
+        # both drivers give the columns in DaySum's types already, a row a day, as many as
+        # it has fields: each row becomes one as it comes (``_make`` without its length
+        # check, a Python frame a row)
+        return list(map(tuple.__new__, repeat(DaySum), found))
 
     def imported_deliveries(self, account_id: str) -> frozenset[str]:
         found = self._fetch(

@@ -32,9 +32,11 @@ from healthlog.model import (
 ZERO_CURSOR = Cursor(datetime.fromisoformat("0001-01-01T00:00:00+00:00"), "")
 
 
-@dataclass(frozen=True, slots=True)
-class StoredPoint:
-    """A showcase row: the point, whose account it is, and the layer that won it."""
+class StoredPoint(NamedTuple):
+    """A showcase row: the point, whose account it is, and the layer that won it.
+
+    A NamedTuple, as ``Point`` is: an export makes one a row, a tuple in one C call.
+    """
 
     account_id: str
     point: Point
@@ -88,9 +90,11 @@ class BucketRow:
     sum: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class DaySum:
+class DaySum(NamedTuple):
     """One day of a metric's field on the phone's clock, as ``point_day_sums`` keeps it.
+
+    A NamedTuple: a read of five years by days makes one per day, and a tuple is built
+    from its row in a C call (``DaySum._make``), a frozen dataclass field by field.
 
     ``first`` and ``last``: the day's first and last start (UTC text), so a read knows
     whether its range holds the whole day. ``sources`` and ``imported`` say whether the

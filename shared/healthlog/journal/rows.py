@@ -18,6 +18,9 @@ import orjson
 from healthlog.journal.port import StoredPoint, StoredRecord
 from healthlog.model import Account, Delivery, Item, ParseStatus, Point, Record
 
+#: builds a NamedTuple from a tuple of its fields, as its ``_make`` does, in one C call
+_tuple = tuple.__new__
+
 # --- times as the port has them ------------------------------------------------------------
 
 
@@ -133,8 +136,9 @@ def delivery(row: Sequence[Any]) -> Delivery:
 
 def stored_point(row: Sequence[Any]) -> StoredPoint:
     """A showcase point from the columns of ``export_points``."""
-    # _make takes the slice as it is: no unpacking into arguments, for every exported row
-    return StoredPoint(row[0], Point._make(row[1:11]), row[12])
+    # tuples built whole from the row's slices, as NamedTuple's own ``_make`` builds
+    # them less its checks: no unpacking into arguments, no Python frame, for every row
+    return _tuple(StoredPoint, (row[0], _tuple(Point, row[1:11]), row[12]))
 
 
 def stored_record(row: Sequence[Any], items: tuple[Item, ...]) -> StoredRecord:
