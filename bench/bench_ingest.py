@@ -18,8 +18,11 @@ the same with 2 and 4 server processes of each kind over one journal and archive
 client threads spread round-robin over them (``processes``, with ``scaling`` =
 throughput at N ÷ at 1). It also reads the ingest worker's peak RSS (VmHWM) after each
 size, and after one 50 MB body in full mode: ingest streams the body to the archive, so
-the peak should not follow the body's size. ``--profile`` runs ingest's ``accept`` in
-process under cProfile, through the real wiring, and reports where its time goes.
+the peak should not follow the body's size. ``in_process`` runs ingest's ``accept`` in
+this process through the real wiring (SQLite), by one thread and by as many threads as
+there are clients, with no HTTP around it: what ingest's own work allows, and whether
+threads of one server that write at once get in each other's way. ``--profile`` runs
+``accept`` in process under cProfile and reports where its time goes.
 
     .venv/bin/python bench/bench_ingest.py [--quick] [--profile]
 """
@@ -103,6 +106,8 @@ class Mode:
     scaling_slices: int
     # deliveries per size that the in-process profile runs
     profile_deliveries: dict[str, int]
+    # deliveries of the first size in process, by one thread and by THREADS at once
+    in_process_deliveries: int = 1200
 
 
 FULL = Mode(
@@ -111,7 +116,7 @@ FULL = Mode(
 )  # fmt: skip
 QUICK = Mode(
     (("100KB", 100 * KB), ("5MB", 5 * MB)), 1, 2.0, 3, 1, False,
-    (1, 2), ("100KB",), 1, {"100KB": 5, "5MB": 2},
+    (1, 2), ("100KB",), 1, {"100KB": 5, "5MB": 2}, 40,
 )  # fmt: skip
 
 
@@ -262,6 +267,53 @@ def in_process(journal_url: str, archive: Path, token: str) -> Iterator[Callable
         yield deliver
     finally:
         deps.journal.close()
+
+
+def threaded(deliver: Callable[[bytes], Reply], body: bytes, threads: int, count: int) -> Run:
+    """``count`` deliveries of ``body`` in process, ``threads`` threads delivering at once."""
+    run = Run()
+    lock = threading.Lock()
+    barrier = threading.Barrier(threads + 1)
+
+    def deliverer() -> None:
+        mine = []
+        barrier.wait()
+        for _ in range(count // threads):
+            t0 = time.perf_counter()
+            deliver(body)
+            mine.append(time.perf_counter() - t0)
+        with lock:
+            run.latencies.extend(mine)
+
+    workers = [threading.Thread(target=deliverer) for _ in range(threads)]
+    for t in workers:
+        t.start()
+    barrier.wait()
+    with Stopwatch() as sw:
+        for t in workers:
+            t.join()
+    run.seconds, run.server_cpu_s = sw.s, sw.cpu_s
+    return run
+
+
+def in_process_report(deliver: Callable[[bytes], Reply], body: bytes, mode: Mode) -> dict[str, Any]:
+    """Deliveries/s in process by 1 and by THREADS threads, two alternating turns each."""
+    runs = {1: Run(), THREADS: Run()}
+    for _ in range(2):
+        for threads, total in runs.items():
+            total.add(threaded(deliver, body, threads, mode.in_process_deliveries // 2))
+    out: dict[str, Any] = {}
+    for threads, run in runs.items():
+        found = run.as_dict(len(body))
+        out[f"threads_{threads}"] = {
+            "deliveries": len(run.latencies),
+            "deliveries_per_s": found["deliveries_per_s"],
+            "p99_ms": found["p99_ms"],
+            "cpu_ms_per_delivery": found["server_cpu_ms_per_request"],
+        }
+    one, many = out["threads_1"], out[f"threads_{THREADS}"]
+    out["scaling"] = rounded(many["deliveries_per_s"] / one["deliveries_per_s"])
+    return out
 
 
 def python_peak_kib(deliver: Callable[[bytes], Reply], body: bytes) -> float:
@@ -454,6 +506,12 @@ def main(argv: list[str] | None = None) -> int:
         with in_process(journal_urls["sqlite"], folder / "archive-sqlite", token) as deliver:
             memory["python_peak_kib_per_delivery"] = {
                 label: python_peak_kib(deliver, body) for label, body in sized
+            }
+            first_label, first_body = next(iter(bodies.items()))
+            note(f"ingest in process, {first_label}, 1 and {THREADS} threads")
+            report["in_process"] = {
+                "body": first_label,
+                **in_process_report(deliver, first_body, mode),
             }
             if args.profile:
                 report["profile"] = {

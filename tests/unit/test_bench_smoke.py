@@ -103,6 +103,13 @@ def test_ingest_benchmark_reports_both_servers_and_the_memory_of_ingest() -> Non
         "ingest_memory.server_peak_rss_mib.after_5MB",
         "ingest_memory.python_peak_kib_per_delivery.5MB",
         "ingest_memory.noop_peak_rss_mib.after_5MB",
+        "in_process.threads_1.deliveries_per_s",
+        "in_process.threads_4.deliveries_per_s",
+        "in_process.threads_4.cpu_ms_per_delivery",
+        "in_process.scaling",
+    )
+    assert at(report, "in_process.threads_4.deliveries") == at(
+        report, "in_process.threads_1.deliveries"
     )
     assert isinstance(report["meets_target"], bool)
 

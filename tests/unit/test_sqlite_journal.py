@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -428,6 +429,92 @@ def test_threads_share_one_journal_and_every_write_lands(
     assert errors == []
     assert journal.count_pending() == 200
     assert len(journal.driver.pool._idle) <= sqlite._POOL_KEEP
+
+
+def test_a_thread_waits_its_turn_in_the_process_not_in_sqlites_busy_handler(
+    path: str, account: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write of one thread while another of the same process writes starts its
+    transaction only once the other has committed: it waits for the process's turn
+    (woken by the commit), never inside SQLite's lock, whose busy handler polls with
+    sleeps. Each statement's start is seen through SQLite's trace callback."""
+    seen: list[tuple[str, str]] = []
+    b_began = threading.Event()
+    connect = sqlite3.connect
+
+    def traced(*args: object, **kwargs: object) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)  # type: ignore[arg-type]
+
+        def trace(statement: str) -> None:
+            who = threading.current_thread().name
+            seen.append((who, statement))
+            if who == "b" and statement == "BEGIN IMMEDIATE":
+                b_began.set()
+
+        conn.set_trace_callback(trace)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    journal = SqliteJournal(path, retries=0)
+    a_holds, b_is_off = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def hold(conn: object) -> None:
+        a_holds.set()
+        b_is_off.wait()
+        # B's transaction must not start while this one is open; on a driver without
+        # the turn it does (and then blocks inside SQLite): give it the time to show
+        outcome["b_began_while_a_held"] = b_began.wait(timeout=0.5)
+
+    def a() -> None:
+        journal.driver.attempt(hold, write=True)
+
+    def b() -> None:
+        a_holds.wait()
+        b_is_off.set()
+        outcome["b"] = journal.insert_delivery(new_delivery(account))
+
+    threads = [threading.Thread(target=a, name="a"), threading.Thread(target=b, name="b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    journal.close()
+
+    assert outcome == {"b_began_while_a_held": False, "b": True}
+    order = [entry for entry in seen if entry[1] in ("BEGIN IMMEDIATE", "COMMIT")]
+    assert order[-4:] == [("a", "BEGIN IMMEDIATE"), ("a", "COMMIT"),
+                          ("b", "BEGIN IMMEDIATE"), ("b", "COMMIT")]  # fmt: skip
+
+
+def test_a_wait_for_the_turn_past_the_writes_bound_is_a_busy_journal(
+    journal: SqliteJournal, account: Account
+) -> None:
+    """The turn is waited for as SQLite's lock is: up to the write's bound, and a wait
+    given up is JournalBusy (others' time), with nothing written."""
+    from healthlog.errors import WriteInterrupted
+    from healthlog.journal.driver import write_bound
+
+    a_holds, done = threading.Event(), threading.Event()
+
+    def hold(conn: object) -> None:
+        a_holds.set()
+        done.wait(timeout=30)
+
+    holder = threading.Thread(target=lambda: journal.driver.attempt(hold, write=True))
+    holder.start()
+    a_holds.wait()
+    try:
+        with pytest.raises(JournalBusy), write_bound(time.monotonic() + 0.05):
+            journal.insert_delivery(new_delivery(account))
+        # no time left at all: the write's own deadline, as before any wait
+        with pytest.raises(WriteInterrupted), write_bound(time.monotonic() - 1):
+            journal.insert_delivery(new_delivery(account))
+    finally:
+        done.set()
+        holder.join()
+    assert journal.count_pending() == 0
+    assert journal.insert_delivery(new_delivery(account)) is True  # the turn is free
 
 
 def test_an_abandoned_export_gives_its_connection_back(

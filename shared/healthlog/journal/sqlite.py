@@ -20,6 +20,15 @@ attempt raises ``Busy`` and the journal core tries the whole transaction again
 (``core.py``). That also covers a busy SQLite reports without waiting (when waiting
 could deadlock). No sqlite3 exception leaves this module.
 
+One writer per process at a time. SQLite's busy handler waits for the lock by sleeping
+1, 2, 5, 10... ms between looks, so a thread that finds the lock taken sleeps at least
+a millisecond even when the commit before it takes a tenth of that: with a few
+deliveries at once, ingest's threads spent their time asleep beside a free lock. So
+the threads of one process take turns at writing in Python first (``_WriteTurn``),
+each woken the moment the writer before it is done, and meet SQLite's lock only with
+other processes. The turn is waited for as SQLite's lock is, up to ``busy_timeout_ms``
+or the write's bound, and a wait given up is ``Busy`` (bench/README.md, "bench_ingest").
+
 Bounded writes. A write under a ``driver.write_bound`` waits for the lock at most until
 the bound (a wait given up marks the bound ``waited``), and runs its statements with a
 progress handler that interrupts them once the bound has passed: SQLite then rolls the
@@ -180,6 +189,32 @@ def _statements(script: str) -> Iterator[str]:
 # --- the driver ----------------------------------------------------------------------------
 
 
+class _WriteTurn:
+    """The turn of one of this process's threads to run a write transaction."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def held(self, wait_s: float, bound: WriteBound | None) -> Iterator[None]:
+        """The turn, waited for up to ``wait_s`` and the bound: else ``Busy`` (the
+        bound marked ``waited``: others' time, as a wait for SQLite's lock is), or the
+        bound's ``spent()`` when its time is gone already."""
+        if bound is not None:
+            left = bound.left()
+            if left <= 0:
+                raise bound.spent()
+            wait_s = min(wait_s, left)
+        if not self._lock.acquire(timeout=wait_s):
+            if bound is not None:
+                bound.waited = True
+            raise Busy()
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+
 class SqliteDriver:
     backend = BACKEND
 
@@ -193,6 +228,7 @@ class SqliteDriver:
         self.statements = Statements.load(BACKEND, param=":{}", required=STATEMENTS)
         self._busy_timeout_ms = busy_timeout_ms
         self.pool = _Pool(self._open, _POOL_KEEP)
+        self._turn = _WriteTurn()
 
     def _open(self) -> sqlite3.Connection:
         # the journal holds health data: a new folder and database are the owner's only,
@@ -223,9 +259,14 @@ class SqliteDriver:
     def attempt(
         self, work: Callable[[Connection], T], *, write: bool, consistent: bool = False
     ) -> T:
-        # a deferred BEGIN reads one snapshot from its first read on (WAL): consistent
-        begin = "BEGIN IMMEDIATE" if write else "BEGIN"
-        bound = current_bound() if write else None
+        if not write:
+            # a deferred BEGIN reads one snapshot from its first read on (WAL): consistent
+            return self._run(work, "BEGIN", None)
+        bound = current_bound()
+        with self._turn.held(self._busy_timeout_ms / 1000, bound):
+            return self._run(work, "BEGIN IMMEDIATE", bound)
+
+    def _run(self, work: Callable[[Connection], T], begin: str, bound: WriteBound | None) -> T:
         with _translated(), self.pool.connection() as conn:
             if bound is not None:
                 return self._bounded(conn, bound, work)
