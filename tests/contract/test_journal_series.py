@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from healthlog.journal import rows as journal_rows
 from healthlog.journal.core import SqlJournal
-from healthlog.journal.port import Journal
+from healthlog.journal.port import Journal, StoredPoint
 from healthlog.model import Point
 
 from tests.contract.conftest import ADAPTERS, T0, Seed, open_journal, point
@@ -22,16 +23,34 @@ def weight(qty: float, unit: str, start: str = START) -> Point:
     return point(start, qty, metric="weight_body_mass", source="Scale", unit=unit)
 
 
-def reads(journal: Journal, account_id: str) -> dict[str, Any]:
-    """What the port's reads of points give."""
+def in_one_statement(journal: SqlJournal) -> tuple[list[StoredPoint], str]:
+    """Every point and the fingerprint as one statement per table reads them: how the
+    journal read them before migration 0011, whose ``series`` now lists the metrics an
+    export of every metric reads one by one (the journal's ``_points_by_metric``)."""
+    sql, every = journal._sql, {"and": ""}
+    with journal._driver.streaming() as stream:
+        found = stream(sql.render("export_points", **every), {})
+        points = list(map(journal_rows.stored_point, found))
+        names = journal_rows.FINGERPRINT_STATEMENTS
+        tables = [stream(sql.render(name, **every), {}) for name in names]
+        return points, journal_rows.fingerprint(tables)
+
+
+def reads(journal: Journal, account_id: str, *, before_0011: bool = False) -> dict[str, Any]:
+    """What the port's reads of points give (before the migration: what they gave)."""
+    if before_0011:
+        assert isinstance(journal, SqlJournal)
+        points, fingerprint = in_one_statement(journal)
+    else:
+        points, fingerprint = list(journal.export_points()), journal.fingerprint()
     return {
-        "points": list(journal.export_points()),
+        "points": points,
         "one_metric": list(
             journal.export_points(
                 account_id=account_id, metric="heart_rate", start_from="2026-03-01T00:00:00Z"
             )
         ),
-        "fingerprint": journal.fingerprint(),
+        "fingerprint": fingerprint,
         "summary": journal.summary().points,
         "buckets": journal.point_buckets(
             account_id=account_id, metric="heart_rate", field="avg", bucket="day"
@@ -152,12 +171,14 @@ def test_migration_0011_keeps_every_point_and_every_read(adapter: str, tmp_path:
         assert isinstance(journal, SqlJournal)
         try:
             seed, alice, _, rows = at_version_10_with_points(journal)
-            before = reads(journal, alice)
+            before = reads(journal, alice, before_0011=True)
             assert len(before["points"]) == len(rows)
 
             journal.migrate()
 
+            # also: every metric read one by one gives the one statement's rows and hash
             assert reads(journal, alice) == before
+            assert in_one_statement(journal) == (before["points"], before["fingerprint"])
             # the keys go on working: a newer layer replaces a migrated point, in another
             # unit too, and adds nothing beside it
             start = "2026-03-01T08:00:00.000000Z"

@@ -30,7 +30,7 @@ from healthlog import errors, ids
 from healthlog.archive import keys
 from healthlog.journal import migrate as migrations
 from healthlog.journal import rows
-from healthlog.journal.driver import Busy, Connection, Driver, Layer, Params
+from healthlog.journal.driver import Busy, Connection, Driver, Layer, Params, Rows
 from healthlog.journal.port import (
     BUCKETS,
     BodyRef,
@@ -101,6 +101,7 @@ STATEMENTS = (
     "summary_points",
     "summary_records",
     "export_points",
+    "point_metrics",
     "export_records",
     "export_record_items",
     "export_records_alone",
@@ -834,7 +835,45 @@ class SqlJournal:
     ) -> Iterator[StoredPoint]:
         """Showcase rows ordered by (account, metric, start, field, source)."""
         equal = {"account_id": account_id, "metric": metric, "field": field, "source": source}
-        return self._export(("export_points",), "", equal, start_from, start_to, _stored_points)
+        if metric is not None:
+            return self._export(("export_points",), "", equal, start_from, start_to, _stored_points)
+        return self._every_metric(equal, start_from, start_to)
+
+    def _every_metric(
+        self, equal: dict[str, str | None], start_from: str | None, start_to: str | None
+    ) -> Iterator[StoredPoint]:
+        with self._driver.streaming() as stream:
+            found = self._points_by_metric(stream, "export_points", equal, start_from, start_to)
+            yield from map(rows.stored_point, found)
+
+    def _points_by_metric(
+        self,
+        stream: Rows,
+        name: str,
+        equal: dict[str, str | None],
+        start_from: str | None = None,
+        start_to: str | None = None,
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``name``, a statement of points in export order, one metric at a
+        time: the same rows in the same order as the statement alone gives them.
+
+        One metric's points are one range of ``point_rows``' key, read in its order; a
+        whole account's come through the ``points`` view, whose order PostgreSQL can
+        only get by sorting them all (a million points: 3.6 s against 2.5 s metric by
+        metric). The metrics come from ``series`` (``point_metrics``), in the order of
+        the view's own (account_id, metric).
+        """
+        where, params = self._filters(
+            account_id=equal.get("account_id"), field=equal.get("field"), source=equal.get("source")
+        )
+        listing = self._sql.render("point_metrics", **{"and": where})
+        for account_id, metric in list(stream(listing, params)):
+            only = {**equal, "account_id": account_id, "metric": metric}
+            filters = self._range_filters("", only, start_from, start_to)
+            if filters is None:
+                return  # no start can pass: nothing of any metric
+            where, params = filters
+            yield from stream(self._sql.render(name, **{"and": where}), params)
 
     def export_records(
         self,
@@ -952,9 +991,11 @@ class SqlJournal:
     def fingerprint(self, account_id: str | None = None) -> str:
         """A hash of the whole showcase (every column of every row, in key order)."""
         where, params = self._filters(account_id=account_id)
-        queries = [self._sql.render(name, **{"and": where}) for name in rows.FINGERPRINT_STATEMENTS]
+        points, *others = rows.FINGERPRINT_STATEMENTS
+        queries = [self._sql.render(name, **{"and": where}) for name in others]
         with self._driver.streaming() as stream:
-            return rows.fingerprint(stream(sql, params) for sql in queries)
+            by_metric = self._points_by_metric(stream, points, {"account_id": account_id})
+            return rows.fingerprint([by_metric, *(stream(sql, params) for sql in queries)])
 
 
 def _body_ref(row: Sequence[Any]) -> BodyRef:

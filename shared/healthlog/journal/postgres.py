@@ -223,10 +223,13 @@ class PostgresDriver:
 
     @contextmanager
     def streaming(self) -> Iterator[Rows]:
-        # one transaction (one snapshot per statement, each through a server-side cursor:
-        # memory stays flat however many rows there are)
+        # one read-only transaction with one snapshot for all its statements (REPEATABLE
+        # READ: an export read metric by metric, or records beside their items, sees the
+        # showcase of one moment, as SQLite's one read transaction does), each statement
+        # through a server-side cursor (memory stays flat however many rows there are)
         with _translated(), self.pool.connection() as lease, lease.conn.transaction():
             conn = lease.conn
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 
             def stream(sql: str, params: Params) -> Iterator[tuple[Any, ...]]:
                 name = f"healthlog_{next(self._cursor_names)}"

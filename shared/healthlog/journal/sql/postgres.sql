@@ -237,6 +237,11 @@ FROM points
 WHERE true /*and*/
 ORDER BY account_id, metric, start, field, source
 
+-- point_metrics --
+-- The (account, metric) pairs of the series under the core's filters, in export order:
+-- an export of every metric reads their points one metric at a time.
+SELECT DISTINCT account_id, metric FROM series WHERE true /*and*/ ORDER BY account_id, metric
+
 -- export_records --
 -- Records under the core's filters, in export order (those without a start first).
 SELECT r.account_id, r.section, r.identity,
