@@ -276,14 +276,19 @@ def threaded(deliver: Callable[[bytes], Reply], body: bytes, threads: int, count
     barrier = threading.Barrier(threads + 1)
 
     def deliverer() -> None:
-        mine = []
+        mine, failed = [], []
         barrier.wait()
         for _ in range(count // threads):
             t0 = time.perf_counter()
-            deliver(body)
+            try:
+                deliver(body)
+            except Exception as exc:  # counted in the report, as the HTTP clients' are
+                failed.append(repr(exc)[:200])
+                continue
             mine.append(time.perf_counter() - t0)
         with lock:
             run.latencies.extend(mine)
+            run.errors.extend(failed)
 
     workers = [threading.Thread(target=deliverer) for _ in range(threads)]
     for t in workers:
@@ -307,6 +312,7 @@ def in_process_report(deliver: Callable[[bytes], Reply], body: bytes, mode: Mode
         found = run.as_dict(len(body))
         out[f"threads_{threads}"] = {
             "deliveries": len(run.latencies),
+            "errors": found["errors"],
             "deliveries_per_s": found["deliveries_per_s"],
             "p99_ms": found["p99_ms"],
             "cpu_ms_per_delivery": found["server_cpu_ms_per_request"],

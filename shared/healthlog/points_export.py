@@ -88,7 +88,7 @@ def csv_field(text: str) -> str:
 def _plain(text: str | None) -> bool:
     """True when ``text`` (a start or an end) is written as it is: None, or no comma,
     quote or line break in it (stored times never have one)."""
-    return text is None or not ("," in text or '"' in text or "\n" in text or "\r" in text)
+    return text is None or _QUOTED.search(text) is None
 
 
 def write_csv(points: Iterable[Candidate[StoredPoint]], out: IO[str]) -> int:

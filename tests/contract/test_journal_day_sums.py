@@ -113,6 +113,24 @@ def test_the_kept_days_are_what_the_points_sum_up_to(seed: Seed, journal: Journa
     assert_kept_as_recomputed(journal, bob.id)
 
 
+def test_a_point_in_the_last_microsecond_of_a_utc_day_is_counted_on_its_day(
+    seed: Seed, journal: Journal
+) -> None:
+    """The fold's tally reads each UTC day up to the next midnight, not up to its last
+    written instant: a start of 23:59:59.999999 (an epoch time with a fraction, an ISO
+    time) is kept in point_days and in the day sums like any other."""
+    alice = seed.account("alice")
+    seed.fold(
+        seed.delivery(),
+        [hr("2026-03-01T23:59:59.999999Z", 5, offset=0), hr("2026-03-05T12:00:00.000000Z", 7)],
+    )
+    assert_kept_as_recomputed(journal, alice.id)
+    assert [(m, d, n) for m, d, n in journal.metric_days(account_id=alice.id)] == [
+        ("heart_rate", "2026-03-01", 1),
+        ("heart_rate", "2026-03-05", 1),
+    ]
+
+
 def test_a_point_sent_again_with_another_offset_leaves_its_old_day(
     seed: Seed, journal: Journal
 ) -> None:

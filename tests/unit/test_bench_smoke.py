@@ -108,9 +108,9 @@ def test_ingest_benchmark_reports_both_servers_and_the_memory_of_ingest() -> Non
         "in_process.threads_4.cpu_ms_per_delivery",
         "in_process.scaling",
     )
-    assert at(report, "in_process.threads_4.deliveries") == at(
-        report, "in_process.threads_1.deliveries"
-    )
+    one, four = at(report, "in_process.threads_1"), at(report, "in_process.threads_4")
+    assert one["deliveries"] == four["deliveries"] > 0
+    assert one["errors"] == four["errors"] == 0
     assert isinstance(report["meets_target"], bool)
 
 

@@ -517,6 +517,14 @@ def test_a_wait_for_the_turn_past_the_writes_bound_is_a_busy_journal(
     assert journal.insert_delivery(new_delivery(account)) is True  # the turn is free
 
 
+def test_a_busy_timeout_longer_than_a_lock_can_wait_still_writes(
+    path: str, account: Account
+) -> None:
+    patient = SqliteJournal(path, busy_timeout_ms=10**13)  # longer than TIMEOUT_MAX
+    assert patient.insert_delivery(new_delivery(account)) is True
+    patient.close()
+
+
 def test_an_abandoned_export_gives_its_connection_back(
     journal: SqliteJournal, account: Account
 ) -> None:

@@ -201,8 +201,10 @@ def touched_days(
     points: Sequence[Point],
     by_series: dict[tuple[str, str, str, str], list[str]] | None = None,
 ) -> dict[str, list[tuple[str, str]]]:
-    """Per metric, the UTC days its points start on, runs of days merged: closed ranges
-    of stored time text, where a delivery can add points (and nowhere else)."""
+    """Per metric, the UTC days its points start on, runs of days merged: half-open
+    ranges [low, high) of stored time text, a run's first midnight to the midnight after
+    its last day (so a start at 23:59:59.999999 is in), where a delivery can add points
+    (and nowhere else)."""
     days_of: dict[str, set[str]] = {}
     for (metric, *_), starts in (by_series or starts_by_series(points)).items():
         days_of.setdefault(metric, set()).update({start[:10] for start in starts})
@@ -241,7 +243,7 @@ def _runs(days: list[str]) -> list[tuple[str, str]]:
     except ValueError:  # not a time: the write refuses it, or stores it as it came
         return [(days[0], days[-1] + _DAY_END)]
     return [
-        (first.isoformat() + _DAY_START, last.isoformat() + _DAY_END)
+        (first.isoformat() + _DAY_START, _day_text(last, 1, _DAY_START))
         for first, last in _date_runs(dates)
     ]
 

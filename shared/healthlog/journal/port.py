@@ -94,7 +94,8 @@ class DaySum(NamedTuple):
     """One day of a metric's field on the phone's clock, as ``point_day_sums`` keeps it.
 
     A NamedTuple: a read of five years by days makes one per day, and a tuple is built
-    from its row in a C call (``DaySum._make``), a frozen dataclass field by field.
+    from its row in one C call (``tuple.__new__``, ``_make`` without its length check),
+    a frozen dataclass field by field.
 
     ``first`` and ``last``: the day's first and last start (UTC text), so a read knows
     whether its range holds the whole day. ``sources`` and ``imported`` say whether the

@@ -205,7 +205,8 @@ class _WriteTurn:
             if left <= 0:
                 raise bound.spent()
             wait_s = min(wait_s, left)
-        if not self._lock.acquire(timeout=wait_s):
+        # a busy timeout of years is a wait of as long as a lock can wait, not an error
+        if not self._lock.acquire(timeout=min(wait_s, threading.TIMEOUT_MAX)):
             if bound is not None:
                 bound.waited = True
             raise Busy()
