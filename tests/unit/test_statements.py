@@ -82,12 +82,14 @@ def test_the_days_a_delivery_touches_merge_into_runs_per_metric() -> None:
         Point("m", "qty", "s", f"2026-01-{day:02}T{hour:02}:00:00.000000Z", 0, None, 1.0, None, "u")
         for day, hour in ((3, 1), (1, 5), (2, 23), (2, 0), (9, 12), (31, 0))
     ] + [Point("n", "qty", "s", "2025-12-31T23:59:59.999999Z", 0, None, 1.0, None, "u")]
+    # half-open, [a run's first midnight, the midnight after its last day), as the tally
+    # reads them (start >= low AND start < high): the last microsecond of a day is in
     assert core.touched_days(points) == {
         "m": [
-            ("2026-01-01T00:00:00.000000Z", "2026-01-03T23:59:59.999999Z"),
-            ("2026-01-09T00:00:00.000000Z", "2026-01-09T23:59:59.999999Z"),
-            ("2026-01-31T00:00:00.000000Z", "2026-01-31T23:59:59.999999Z"),
+            ("2026-01-01T00:00:00.000000Z", "2026-01-04T00:00:00.000000Z"),
+            ("2026-01-09T00:00:00.000000Z", "2026-01-10T00:00:00.000000Z"),
+            ("2026-01-31T00:00:00.000000Z", "2026-02-01T00:00:00.000000Z"),
         ],
-        "n": [("2025-12-31T00:00:00.000000Z", "2025-12-31T23:59:59.999999Z")],
+        "n": [("2025-12-31T00:00:00.000000Z", "2026-01-01T00:00:00.000000Z")],
     }
     assert core.touched_days([]) == {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import date, datetime, timedelta
 from itertools import repeat
@@ -846,7 +846,12 @@ class SqlJournal:
     ) -> Iterator[StoredPoint]:
         with self._driver.streaming() as stream:
             found = self._points_by_metric(stream, "export_points", equal, start_from, start_to)
-            yield from map(rows.stored_point, found)
+            try:
+                yield from map(rows.stored_point, found)
+            finally:
+                # an export given up (a closed pipe) ends its cursor here, while its
+                # connection is still this stream's, not when the garbage is collected
+                found.close()
 
     def _points_by_metric(
         self,
@@ -855,7 +860,7 @@ class SqlJournal:
         equal: dict[str, str | None],
         start_from: str | None = None,
         start_to: str | None = None,
-    ) -> Iterator[tuple[Any, ...]]:
+    ) -> Generator[tuple[Any, ...], None, None]:
         """The rows of ``name``, a statement of points in export order, one metric at a
         time: the same rows in the same order as the statement alone gives them.
 
@@ -997,7 +1002,10 @@ class SqlJournal:
         queries = [self._sql.render(name, **{"and": where}) for name in others]
         with self._driver.streaming() as stream:
             by_metric = self._points_by_metric(stream, points, {"account_id": account_id})
-            return rows.fingerprint([by_metric, *(stream(sql, params) for sql in queries)])
+            try:
+                return rows.fingerprint([by_metric, *(stream(sql, params) for sql in queries)])
+            finally:
+                by_metric.close()
 
 
 def _body_ref(row: Sequence[Any]) -> BodyRef:
