@@ -201,10 +201,7 @@ class _WriteTurn:
         bound marked ``waited``: others' time, as a wait for SQLite's lock is), or the
         bound's ``spent()`` when its time is gone already."""
         if bound is not None:
-            left = bound.left()
-            if left <= 0:
-                raise bound.spent()
-            wait_s = min(wait_s, left)
+            wait_s = min(wait_s, bound.left_ms() / 1000)  # left_ms: spent() if none left
         # a busy timeout of years is a wait of as long as a lock can wait, not an error
         if not self._lock.acquire(timeout=min(wait_s, threading.TIMEOUT_MAX)):
             if bound is not None:
