@@ -4,7 +4,6 @@ on every backend, whatever was sent, re-sent, folded late or in steps."""
 from __future__ import annotations
 
 from collections import defaultdict
-from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -12,13 +11,12 @@ from typing import Any
 import pytest
 from healthlog import ids
 from healthlog.archive.keys import EXPORT_ZIP
-from healthlog.journal.core import SqlJournal
 from healthlog.journal.port import DaySum, Journal
 from healthlog.model import NewDelivery, ParseStatus, Step
 from healthlog.overlap import local_day
 
-from tests.contract.conftest import ADAPTERS, Seed, open_journal, point
-from tests.contract.test_journal_series import at_version_10_with_points
+from tests.contract.conftest import ADAPTERS, Seed, point
+from tests.contract.test_journal_series import at_version_10
 
 EVERY_DAY = ("0000-01-01", "9999-12-31")
 
@@ -183,13 +181,7 @@ def test_a_fold_in_steps_and_an_import_keep_their_days_too(seed: Seed, journal: 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
 def test_migration_0012_sums_the_points_folded_before_it(adapter: str, tmp_path: Path) -> None:
-    with ExitStack() as resources:
-        journal = open_journal(adapter, tmp_path, resources)
-        assert isinstance(journal, SqlJournal)
-        try:
-            _, alice, bob, _ = at_version_10_with_points(journal)
-            journal.migrate()
-            for account in (alice, bob):
-                assert_kept_as_recomputed(journal, account)
-        finally:
-            journal.close()
+    with at_version_10(adapter, tmp_path) as (journal, _, alice, bob, _):
+        journal.migrate()
+        for account in (alice, bob):
+            assert_kept_as_recomputed(journal, account)

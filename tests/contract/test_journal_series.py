@@ -3,7 +3,8 @@ migration of the points folded before it, on every backend."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -164,33 +165,42 @@ def at_version_10_with_points(journal: SqlJournal) -> tuple[Seed, str, str, list
     return seed, alice, bob, rows
 
 
-@pytest.mark.parametrize("adapter", ADAPTERS)
-def test_migration_0011_keeps_every_point_and_every_read(adapter: str, tmp_path: Path) -> None:
+@contextmanager
+def at_version_10(
+    adapter: str, tmp_path: Path
+) -> Iterator[tuple[SqlJournal, Seed, str, str, list[Any]]]:
+    """A journal of ``adapter`` left at version 10 with ``old_points`` in it
+    (``at_version_10_with_points``), closed after the block."""
     with ExitStack() as resources:
         journal = open_journal(adapter, tmp_path, resources)
         assert isinstance(journal, SqlJournal)
         try:
-            seed, alice, _, rows = at_version_10_with_points(journal)
-            before = reads(journal, alice, before_0011=True)
-            assert len(before["points"]) == len(rows)
-
-            journal.migrate()
-
-            # also: every metric read one by one gives the one statement's rows and hash
-            assert reads(journal, alice) == before
-            assert in_one_statement(journal) == (before["points"], before["fingerprint"])
-            # the keys go on working: a newer layer replaces a migrated point, in another
-            # unit too, and adds nothing beside it
-            start = "2026-03-01T08:00:00.000000Z"
-            seed.fold(
-                seed.delivery(),
-                [point(start, 154.0, metric="weight_body_mass", source="Scale", unit="lb")],
-            )
-            after = list(journal.export_points())
-            assert len(after) == len(rows)
-            changed = [p for p in after if p not in before["points"]]
-            assert [(p.account_id, p.point.start, p.point.unit, p.point.qty) for p in changed] == [
-                (alice, start, "lb", 154.0)
-            ]
+            yield (journal, *at_version_10_with_points(journal))
         finally:
             journal.close()
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_migration_0011_keeps_every_point_and_every_read(adapter: str, tmp_path: Path) -> None:
+    with at_version_10(adapter, tmp_path) as (journal, seed, alice, _, rows):
+        before = reads(journal, alice, before_0011=True)
+        assert len(before["points"]) == len(rows)
+
+        journal.migrate()
+
+        # also: every metric read one by one gives the one statement's rows and hash
+        assert reads(journal, alice) == before
+        assert in_one_statement(journal) == (before["points"], before["fingerprint"])
+        # the keys go on working: a newer layer replaces a migrated point, in another
+        # unit too, and adds nothing beside it
+        start = "2026-03-01T08:00:00.000000Z"
+        seed.fold(
+            seed.delivery(),
+            [point(start, 154.0, metric="weight_body_mass", source="Scale", unit="lb")],
+        )
+        after = list(journal.export_points())
+        assert len(after) == len(rows)
+        changed = [p for p in after if p not in before["points"]]
+        assert [(p.account_id, p.point.start, p.point.unit, p.point.qty) for p in changed] == [
+            (alice, start, "lb", 154.0)
+        ]
