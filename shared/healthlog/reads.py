@@ -157,8 +157,8 @@ class MetricInfo:
     sources: tuple[str, ...]
 
 
-@dataclass(slots=True)
-class Sample:
+@dataclass(slots=True)  # not frozen: a read of years makes one a day, and a frozen
+class Sample:  # dataclass sets each field through object.__setattr__ (0.55 µs, not 0.2)
     """One row of a series: a bucket, or a raw point (count 1, min = max = value)."""
 
     t: str  # a bucket's local start, or a raw point's time with its offset
