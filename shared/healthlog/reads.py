@@ -489,11 +489,7 @@ class Reads:
         if resolution is None:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
         kind = info.kind
-        by_days = source is None and resolution in (
-            Resolution.DAY,
-            Resolution.WEEK,
-            Resolution.MONTH,
-        )
+        by_days = source is None and resolution in _BY_DAYS
         # by days, the kept days say day by day where the rule applies: no read beforehand
         ruled = not by_days and self.overlaps_possible(info, source, start=start, end=end)
         if resolution is Resolution.RAW:

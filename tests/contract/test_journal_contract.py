@@ -19,9 +19,9 @@ from healthlog.errors import (
     NoSuchAccount,
     TokenTaken,
 )
-from healthlog.journal import rows
 from healthlog.journal.port import ZERO_CURSOR, Journal, StoredPoint
 from healthlog.model import Cursor, Delivery, NewDelivery, ParseStatus
+from healthlog.overlap import local_day
 
 from tests.contract.conftest import T0, Seed, point
 
@@ -1003,7 +1003,7 @@ def test_metric_days_count_the_showcase_points_per_day_of_their_own_clock(
     seed.fold(seed.delivery(account), sent[1:])
     counted: dict[str, int] = {}
     for p in journal.export_points(account_id=account.id):
-        day = rows.local_day(p.point.start, p.point.utc_offset)
+        day = local_day(p.point.start, p.point.utc_offset)
         counted[day] = counted.get(day, 0) + 1
     assert journal.metric_days(account_id=account.id) == [
         ("step_count", day, n) for day, n in sorted(counted.items())

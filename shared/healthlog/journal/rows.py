@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 from typing import Any
 
@@ -62,21 +62,6 @@ def first_at_or_after(prefix: str) -> datetime | None:
         else:
             low = middle + 1
     return _FIRST + timedelta(microseconds=low)
-
-
-def local_day(utc_text: str, offset_min: int | None) -> str:
-    """The day (``YYYY-MM-DD``) of a stored time on the phone's clock (UTC without offset).
-
-    By arithmetic on the text's hour and minute: called once per point of a pass.
-    """
-    day = utc_text[:10]
-    if not offset_min:
-        return day
-    minutes = int(utc_text[11:13]) * 60 + int(utc_text[14:16]) + offset_min
-    if 0 <= minutes < 1440:
-        return day
-    moved = date.fromisoformat(day) + timedelta(days=minutes // 1440)
-    return moved.isoformat()
 
 
 def start_bound(prefix: str) -> str | None:
