@@ -16,6 +16,22 @@ from typing import TYPE_CHECKING
 from healthlog import urls
 from healthlog.errors import ConfigError
 
+#: where cumulative samples of several sources overlap, which counts first (rule 2 of
+#: healthlog.overlap): the Watch, then the iPhone, then the others
+DEFAULT_SOURCE_PRIORITY = "watch,iphone"
+
+
+def priority_fragments(text: str) -> tuple[str, ...]:
+    """``"watch,iphone"`` as its name fragments, first first, folded; ConfigError if none."""
+    fragments = tuple(part.strip().casefold() for part in text.split(",") if part.strip())
+    if not fragments:
+        raise ConfigError(
+            "HEALTHLOG_SOURCE_PRIORITY: give name fragments separated by commas,"
+            " for example watch,iphone"
+        )
+    return fragments
+
+
 if TYPE_CHECKING:
     from healthlog.overlap import SourcePriority
 
@@ -79,7 +95,7 @@ class Settings:
     # reads: where cumulative samples of several sources overlap in time, which source
     # counts first: name fragments, first first, matched case-insensitively
     # (healthlog.overlap; docs/history.md, "One truth when sources overlap")
-    source_priority: str = "watch,iphone"
+    source_priority: str = DEFAULT_SOURCE_PRIORITY
     log_level: str = "INFO"
 
     @classmethod
@@ -114,7 +130,9 @@ class Settings:
             raise ConfigError("sizes and counts must be positive")
         if self.client_idle_timeout_s <= 0:
             raise ConfigError(f"{ENV_PREFIX}CLIENT_IDLE_TIMEOUT_S must be a positive number")
-        self.priority()  # a ConfigError naming the variable now, not at the first read
+        # a ConfigError naming the variable now, not at the first read (and without
+        # healthlog.overlap, which neither function's cold start needs)
+        priority_fragments(self.source_priority)
 
     def priority(self) -> SourcePriority:
         """``source_priority`` read: which source counts first where samples overlap."""

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Generic, TypeVar
 
-from healthlog.errors import ConfigError
+from healthlog.config import DEFAULT_SOURCE_PRIORITY, priority_fragments
 from healthlog.journal.port import BucketRow
 
-DEFAULT_PRIORITY = "watch,iphone"
+DEFAULT_PRIORITY = DEFAULT_SOURCE_PRIORITY
 #: a day of the phone's clock holds UTC starts up to this far beyond its UTC day: the
 #: offsets in use reach 14 hours, and the parser takes any under a day
 _DAY_REACH = timedelta(hours=24)
@@ -62,13 +62,7 @@ class SourcePriority:
     @classmethod
     def parse(cls, text: str) -> SourcePriority:
         """``"watch,iphone"``: name fragments, first first; ConfigError if none."""
-        fragments = tuple(part.strip().casefold() for part in text.split(",") if part.strip())
-        if not fragments:
-            raise ConfigError(
-                "HEALTHLOG_SOURCE_PRIORITY: give name fragments separated by commas,"
-                " for example watch,iphone"
-            )
-        return cls(fragments)
+        return cls(priority_fragments(text))
 
     def rank(self, source: str) -> tuple[int, str]:
         """Smaller first: the first fragment any part of the source's name holds."""
