@@ -670,9 +670,11 @@ class Reads:
         )
         try:
             if ruled:
-                yield from counted_stream(
-                    self.journal, stored, self.priority, within=(_bound(start), _bound(end))
-                )
+                # the caller found the rule can apply: no second look for imports and
+                # sources (counted_stream's, for an export of many metrics and accounts)
+                cumulative = kind_of(metric) is Kind.CUMULATIVE
+                within = (_bound(start), _bound(end))
+                yield from _ruled(stored, self.imported(), cumulative, self.priority, within=within)
             else:
                 yield from (_candidate(p, frozenset()) for p in stored)
         finally:
@@ -961,14 +963,29 @@ def counted_stream(
                 if (low is None or start >= low) and (high is None or start < high):
                     yield _candidate(p, ids)
             continue
-        for found in overlap.counted(
-            (_candidate(p, ids) for p in group),
-            cumulative=cumulative,
-            priority=priority,
-            keep_all=keep_all,
-        ):
-            if (low is None or found.start >= low) and (high is None or found.start < high):
-                yield found
+        yield from _ruled(group, ids, cumulative, priority, keep_all=keep_all, within=within)
+
+
+def _ruled(
+    stored: Iterable[StoredPoint],
+    imported: frozenset[str],
+    cumulative: bool,
+    priority: overlap.SourcePriority,
+    *,
+    keep_all: bool = False,
+    within: tuple[str | None, str | None] = (None, None),
+) -> Iterator[overlap.Candidate[StoredPoint]]:
+    """One metric's stored points (in start order) as the rule counts them, those that
+    start in ``within`` ([low, high)); ``imported``: the account's imports."""
+    low, high = within
+    for found in overlap.counted(
+        (_candidate(p, imported) for p in stored),
+        cumulative=cumulative,
+        priority=priority,
+        keep_all=keep_all,
+    ):
+        if (low is None or found.start >= low) and (high is None or found.start < high):
+            yield found
 
 
 def _candidate(p: StoredPoint, imported: frozenset[str]) -> overlap.Candidate[StoredPoint]:
