@@ -44,7 +44,7 @@ from healthlog.journal.port import (
     StoredPoint,
     Summary,
 )
-from healthlog.journal.rows import first_at_or_after, from_text, to_text
+from healthlog.journal.rows import first_at_or_after, from_text, runs_of_days, to_text
 from healthlog.model import Account, Delivery, Item, Record
 
 #: at most this many buckets or raw points in one series
@@ -576,7 +576,7 @@ class Reads:
                     days[day] = overlap.Sums(points, valued, total, least, most)
             else:
                 rest.append(kept)
-        for run in _runs_of_days(rest):
+        for run in runs_of_days(rest, lambda kept: date.fromisoformat(kept.day)):
             # each run of consecutive days on its own: a range cut at both ends reads
             # the points of its first and last days, not of every day between
             wanted = {kept.day for kept in run}
@@ -878,20 +878,6 @@ def _mixed(kept: DaySum, info: MetricInfo, source: str | None = None) -> bool:
     import and of HAE (rule 1), or several sources of a cumulative metric (rule 2)."""
     several = info.kind is Kind.CUMULATIVE and source is None and kept.sources > 1
     return 0 < kept.imported < kept.points or several
-
-
-def _runs_of_days(kept: list[DaySum]) -> list[list[DaySum]]:
-    """Days (in day order) as runs of consecutive days."""
-    runs: list[list[DaySum]] = []
-    previous: date | None = None
-    for day in kept:
-        this = date.fromisoformat(day.day)
-        if runs and previous is not None and (this - previous).days == 1:
-            runs[-1].append(day)
-        else:
-            runs.append([day])
-        previous = this
-    return runs
 
 
 def _day_span(first: datetime | None, last: datetime | None) -> tuple[str, str]:

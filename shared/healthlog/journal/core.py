@@ -228,13 +228,7 @@ def _day_text(day: date, shift: int, clock: str) -> str:
 
 def _date_runs(dates: list[date]) -> list[DayRun]:
     """Sorted dates as runs of consecutive days, (first, last) each."""
-    runs: list[DayRun] = []
-    for day in dates:
-        if runs and (day - runs[-1][1]).days == 1:
-            runs[-1] = (runs[-1][0], day)
-        else:
-            runs.append((day, day))
-    return runs
+    return [(run[0], run[-1]) for run in rows.runs_of_days(dates, lambda day: day)]
 
 
 def _runs(days: list[str]) -> list[tuple[str, str]]:

@@ -8,10 +8,10 @@ one set of conversions here turns any dialect's rows into the port's values.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, date, datetime, timedelta
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -34,6 +34,24 @@ def to_text(at: datetime) -> str:
         f"{u.year:04d}-{u.month:02d}-{u.day:02d}T"
         f"{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}Z"
     )
+
+
+T = TypeVar("T")
+
+
+def runs_of_days(items: Iterable[T], day_of: Callable[[T], date]) -> list[list[T]]:
+    """``items`` in day order as runs of consecutive days (a run: the items of days that
+    follow one another without a gap)."""
+    runs: list[list[T]] = []
+    previous: date | None = None
+    for item in items:
+        day = day_of(item)
+        if runs and previous is not None and (day - previous).days == 1:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+        previous = day
+    return runs
 
 
 def from_text(text: str) -> datetime:
