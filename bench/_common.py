@@ -357,6 +357,33 @@ def function_name(key: tuple[str, int, str]) -> str:
     return f"{path}:{line}({name})"
 
 
+#: the benchmarks' own files, left out of the functions a profile ranks
+BENCH = str(ROOT / "bench")
+
+
+def ranked_functions(
+    table: dict[Any, Any], column: int, total: float, limit: int, seconds: str | None = None
+) -> list[dict[str, Any]]:
+    """The ``limit`` functions of a pstats table (``Stats.stats``) that take the most by
+    ``column`` (pstats rows: calls, primitive calls, own, cumulative), the benchmarks'
+    own left out: each its name and share of ``total``, and with ``seconds`` given its
+    seconds under that key and its calls."""
+    kept = [(key, row) for key, row in table.items() if not key[0].startswith(BENCH)]
+    ranked = sorted(kept, key=lambda item: item[1][column], reverse=True)
+    out = []
+    for key, row in ranked[:limit]:
+        if row[column] <= 0:
+            break
+        entry: dict[str, Any] = {"function": function_name(key)}
+        if seconds is not None:
+            entry[seconds] = rounded(row[column], 3)
+        entry["share"] = rounded(row[column] / total)
+        if seconds is not None:
+            entry["calls"] = row[0]
+        out.append(entry)
+    return out
+
+
 # --- servers ---------------------------------------------------------------------------
 
 

@@ -56,7 +56,6 @@ from _common import (
     clean_env,
     emit,
     exit_on_sigterm,
-    function_name,
     function_server,
     machine,
     metrics_body,
@@ -65,6 +64,7 @@ from _common import (
     percentile,
     pg_database,
     pg_unreachable,
+    ranked_functions,
     rounded,
 )
 from healthlog import tokens, wiring
@@ -77,7 +77,6 @@ TARGET_P99_RATIO = 2.0
 THREADS = 4
 BIG_BODY = 50 * MB
 #: the benchmark's own functions, left out of the profile's lists
-BENCH = str(ROOT / "bench")
 INGEST_SOURCE = ROOT / "functions" / "ingest" / "main.py"
 FLOORS = {
     "noop": ROOT / "bench" / "noop_function.py",
@@ -350,15 +349,6 @@ def profile(deliver: Callable[[bytes], Reply], body: bytes, times: int) -> dict[
     total = stats.total_tt  # type: ignore[attr-defined]
     table = stats.stats  # type: ignore[attr-defined]
 
-    def top(column: int) -> list[dict[str, Any]]:
-        ranked = sorted(table.items(), key=lambda item: item[1][column], reverse=True)
-        ingest_own = [(key, row) for key, row in ranked if not key[0].startswith(BENCH)]
-        return [
-            {"function": function_name(key), "share": rounded(row[column] / total)}
-            for key, row in ingest_own[:PROFILE_TOP]
-            if row[column] > 0
-        ]
-
     stats.sort_stats("cumulative").print_stats(20)
     stats.sort_stats("tottime").print_stats(12)
     return {
@@ -366,8 +356,8 @@ def profile(deliver: Callable[[bytes], Reply], body: bytes, times: int) -> dict[
         # the profiler's own overhead is in these: read them against each other
         "wall_ms_per_delivery": ms(sw.s / times),
         "cpu_ms_per_delivery": ms(sw.cpu_s / times),
-        "top_cumulative": top(3),  # pstats rows: (calls, primitive calls, own, cumulative)
-        "top_own": top(2),
+        "top_cumulative": ranked_functions(table, 3, total, PROFILE_TOP),
+        "top_own": ranked_functions(table, 2, total, PROFILE_TOP),
     }
 
 

@@ -50,15 +50,14 @@ from typing import Any
 import _common
 import orjson
 from _common import (
-    ROOT,
     Stopwatch,
     Store,
     emit,
     exit_on_sigterm,
-    function_name,
     machine,
     median,
     note,
+    ranked_functions,
     rounded,
 )
 from healthlog import cli, tokens
@@ -76,7 +75,6 @@ SUMMARIES = (("heart_rate", "avg"), ("step_count", "qty"))
 EXPORTED = "heart_rate"
 EXPORTED_PER_DAY = 3 * 1440
 PROFILE_TOP = 5
-BENCH = str(ROOT / "bench")
 
 SCAN = (
     "SELECT count(*), sum(qty) FROM points WHERE account_id = {m} AND metric = {m}"
@@ -124,26 +122,11 @@ def profiled(call: Callable[[], Any]) -> dict[str, Any]:
         profiler.disable()
     stats = pstats.Stats(profiler)
     table = stats.stats  # type: ignore[attr-defined]
-    # pstats rows: (calls, primitive calls, own, cumulative); the benchmark's own left out
-    rows = [(key, row) for key, row in table.items() if not key[0].startswith(BENCH)]
-
-    def top(column: int, label: str) -> list[dict[str, Any]]:
-        ranked = sorted(rows, key=lambda item: item[1][column], reverse=True)
-        return [
-            {
-                "function": function_name(key),
-                label: rounded(row[column], 3),
-                "share": rounded(row[column] / sw.s),
-                "calls": row[0],
-            }
-            for key, row in ranked[:PROFILE_TOP]
-        ]
-
     return {
         "profiled_s": rounded(sw.s, 3),
-        "top_cumulative": top(3, "cumulative_s"),
+        "top_cumulative": ranked_functions(table, 3, sw.s, PROFILE_TOP, "cumulative_s"),
         # the cumulative top is the call's own chain: where the time is spent is here
-        "top_own": top(2, "own_s"),
+        "top_own": ranked_functions(table, 2, sw.s, PROFILE_TOP, "own_s"),
     }
 
 
