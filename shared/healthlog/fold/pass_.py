@@ -102,11 +102,15 @@ class FoldPass:
                 return None
             return time.monotonic() + time_left()
 
+        def short_of_time() -> bool:
+            """Less of the pass's time left than one delivery's fold needs (its margin)."""
+            return time_left is not None and time_left() < margin_s
+
         def stop() -> bool:
             """Between two steps of a fold in steps (an import): pause it for the budget."""
             if cancel is not None and cancel.is_set():
                 return True
-            return time_left is not None and time_left() < margin_s
+            return short_of_time()
 
         while report.stopped is None and not reached_empty:
             try:
@@ -129,7 +133,7 @@ class FoldPass:
                 if cancel is not None and cancel.is_set():
                     report.stopped = "cancelled"
                     break
-                if time_left is not None and time_left() < margin_s:
+                if short_of_time():
                     report.stopped = "budget"
                     break
                 outcome = self._player.play(
@@ -146,7 +150,7 @@ class FoldPass:
         for delivery_id in suspects:
             if report.stopped is not None or (cancel is not None and cancel.is_set()):
                 break
-            if time_left is not None and time_left() < margin_s:
+            if short_of_time():
                 # the last try is a whole fold: begun without the time for it, the
                 # invocation's end could kill it and count one more crash against an
                 # innocent body; it stays pending and goes last in the next pass
