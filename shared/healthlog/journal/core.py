@@ -136,6 +136,10 @@ KEY_CHARS = 200
 #: a day's last instant, as stored: a range of UTC days ends there
 _DAY_END = "T23:59:59.999999Z"
 _DAY_START = "T00:00:00.000000Z"
+#: the midnight after the calendar's last day, as text both backends order after every
+#: stored start (PostgreSQL reads it as year 10000's first instant): the end of a
+#: half-open range that holds 9999-12-31 whole
+_AFTER_LAST_DAY = "9999-12-31T24:00:00.000000Z"
 
 
 #: a point's series (metric, field, unit, source), by position: a Point is a tuple, and
@@ -218,12 +222,13 @@ _IMPORTS = {"zip": keys.EXPORT_ZIP, "xml": keys.EXPORT_XML}
 
 
 def _day_text(day: date, shift: int, clock: str) -> str:
-    """``day`` moved by ``shift`` days, as stored time text at ``clock``; the first or the
-    last day there is when that leaves the calendar (year 1, year 9999)."""
+    """``day`` moved by ``shift`` days, as stored time text at ``clock``. Off the calendar
+    (year 1, year 9999), the first day's first instant, or the midnight after its last
+    day: every use is a range's low end, or its high end left out of it."""
     try:
         return (day + timedelta(days=shift)).isoformat() + clock
     except OverflowError:
-        return date.min.isoformat() + _DAY_START if shift < 0 else date.max.isoformat() + _DAY_END
+        return date.min.isoformat() + _DAY_START if shift < 0 else _AFTER_LAST_DAY
 
 
 def _date_runs(dates: list[date]) -> list[DayRun]:
