@@ -431,6 +431,8 @@ def serve(
     if not store.exists(settings):
         click.echo(f"creating a new journal at {store.where(settings)}")
     token = stack.prepare_stack(settings)
+    if token is not None:  # shown (or kept) now: a start that fails below must not lose it
+        _first_token(settings, token)
     options = stack.StackOptions(
         host,
         port,
@@ -457,20 +459,10 @@ def serve(
                     f"the dashboard did not start (port {options.dashboard_port} taken?); "
                     "--dashboard-port N picks another"
                 )
-        if token is not None and sys.stdout.isatty():
-            click.echo("Add this header to the Health Auto Export automation:")
-            click.echo(f"  Authorization: Bearer {token}")
-            click.echo("(the token is shown only now; `healthlog account add NAME` makes another)")
-        elif token is not None:
-            # not a terminal (a service manager's log, a file): the token stays out of it
-            kept = stack.keep_first_token(settings, token)
-            click.echo(f"The first account's token is in {kept} (readable by you only).")
-            click.echo("Add it to the Health Auto Export automation as the header")
-            click.echo("  Authorization: Bearer <the token in that file>")
-            click.echo("then delete the file; `healthlog account rotate default` makes a new one.")
-        else:
+        if token is None:
             click.echo("Header for the HAE automation:")
             click.echo("  Authorization: Bearer <the token shown at first start>")
+            click.echo("(lost it? `healthlog account rotate NAME` gives the account a new one)")
         if host == "127.0.0.1":
             click.echo(
                 "Listening on 127.0.0.1 only: to let the phone reach it, run with --host 0.0.0.0"
@@ -479,6 +471,25 @@ def serve(
         sys.stdout.flush()
 
     return stack.run_stack(options, env, banner, on_dashboard)
+
+
+def _first_token(settings: Settings, token: str) -> None:
+    """The first account's new token: on a terminal, shown; elsewhere (a service manager's
+    log, a file) kept in a file of the user's only, and the log says where."""
+    from healthlog import serve as stack
+
+    if sys.stdout.isatty():
+        click.echo("A first account, default, was made. Add this header to the Health Auto")
+        click.echo("Export automation:")
+        click.echo(f"  Authorization: Bearer {token}")
+        click.echo("(shown only now; `healthlog account rotate default` makes a new one)")
+    else:
+        kept = stack.keep_first_token(settings, token)
+        click.echo(f"The first account's token is in {kept} (readable by you only).")
+        click.echo("Add it to the Health Auto Export automation as the header")
+        click.echo("  Authorization: Bearer <the token in that file>")
+        click.echo("then delete the file; `healthlog account rotate default` makes a new one.")
+    sys.stdout.flush()
 
 
 @cli.command()
@@ -644,11 +655,18 @@ def account_set_tz(name: str, zone: str, as_json: bool) -> None:
 @json_option
 def account_rotate(name: str, as_json: bool) -> None:
     """Give the account a new token, printed once; the old one stops working."""
+    from healthlog import serve as stack
     from healthlog import store
 
-    with store.opened(obtain_settings(), "write") as opened:
+    settings = obtain_settings()
+    with store.opened(settings, "write") as opened:
+        kept = stack.first_token_of(opened.journal, settings)
         made = accounts.rotate(opened.journal, name)
     first = f"account {name} has a new token; the old one no longer works"
+    if kept is not None and kept[1] == made.account.id:
+        # the file serve left for this account holds the token that just stopped working
+        kept[0].unlink(missing_ok=True)
+        first += f"\n(removed {kept[0]}, which held the old one)"
     emit(as_json, made.as_dict(), _token_text(first, made.token))
 
 

@@ -24,10 +24,14 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from healthlog import launcher, log
 from healthlog.config import ENV_PREFIX, WAKE_HEADER, Settings
 from healthlog.errors import AccountNameTaken, HealthlogError
+
+if TYPE_CHECKING:
+    from healthlog.journal.port import Journal
 
 logger = logging.getLogger("healthlog.serve")
 
@@ -241,18 +245,39 @@ def prepare_stack(settings: Settings) -> str | None:
         return token
 
 
-def keep_first_token(settings: Settings, token: str) -> Path:
-    """Write the first token to ``first-token`` beside the SQLite journal (else ./var), 0600."""
-    from healthlog import files, urls
+def first_token_path(settings: Settings) -> Path:
+    """Where ``keep_first_token`` writes: ``first-token`` beside the SQLite journal, else ./var."""
+    from healthlog import urls
 
     where = urls.journal_location(settings.journal_url)
     folder = Path(where.path).parent if isinstance(where, urls.SqliteLocation) else Path("var")
-    files.private_dirs(folder)
-    path = folder / "first-token"
+    return folder / "first-token"
+
+
+def keep_first_token(settings: Settings, token: str) -> Path:
+    """Write the first token to ``first_token_path`` (its folder made if missing), 0600."""
+    from healthlog import files
+
+    path = first_token_path(settings)
+    files.private_dirs(path.parent)
     fd = files.private_file(path, os.O_WRONLY | os.O_TRUNC)
     with open(fd, "w", encoding="utf-8") as out:
         out.write(token + "\n")
     return path
+
+
+def first_token_of(journal: Journal, settings: Settings) -> tuple[Path, str] | None:
+    """The first-token file and the id of the account whose token it holds, if it still
+    works; None when there is no such file or its token opens no account."""
+    from healthlog import tokens
+
+    path = first_token_path(settings)
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = journal.account_by_token_hash(tokens.hash_token(token)) if token else None
+    return None if found is None else (path, found.id)
 
 
 def http_url(host: str, port: int) -> str:

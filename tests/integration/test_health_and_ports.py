@@ -92,6 +92,47 @@ def test_a_taken_port_is_one_line_naming_the_option_and_exit_1(tmp_path: Path) -
             ], done.stderr
 
 
+def test_a_first_start_that_fails_keeps_the_first_token_and_rotate_removes_its_file(
+    tmp_path: Path,
+) -> None:
+    """The first account's token is kept as soon as the account is made: a first start
+    on a taken port leaves a token file that opens the account (before, the account was
+    made and its token never shown). Rotating that account removes the file, whose token
+    stops working; rotating another account leaves it."""
+    from healthlog import accounts, store, tokens
+    from healthlog.config import Settings
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        done = _serve(tmp_path, other.getsockname()[1], free_port(), free_port())
+    assert done.returncode == 1, done.stderr
+    kept = tmp_path / "var" / "first-token"
+    assert f"The first account's token is in {kept.relative_to(tmp_path)}" in done.stdout
+    token = kept.read_text().strip()
+    assert token not in done.stdout + done.stderr  # not a terminal: only the path is shown
+    settings = Settings.from_env(
+        {"HEALTHLOG_JOURNAL_URL": f"sqlite:///{tmp_path}/var/healthlog.db"}
+    )
+    with store.opened(settings, "write") as opened:
+        found = opened.journal.account_by_token_hash(tokens.hash_token(token))
+        assert found is not None and found.name == "default"
+        accounts.add(opened.journal, "bob")
+
+    def rotate(name: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(BIN / "healthlog"), "account", "rotate", name], cwd=tmp_path,
+            env=launcher.clean_env({}), capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+
+    assert "removed" not in rotate("bob").stdout and kept.exists()
+    rotated = rotate("default")
+    assert f"(removed {kept.relative_to(tmp_path)}, which held the old one)" in rotated.stdout
+    assert not kept.exists()
+    # a second rotate has no file to remove, and says nothing of one
+    assert "removed" not in rotate("default").stdout
+
+
 def test_the_lambda_handler_answers_health_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
