@@ -86,6 +86,11 @@ def schema_version(settings: Settings) -> int:
             if "no such table" in str(exc):
                 return 0
             raise HealthlogError(f"cannot read the journal at {location.path}") from None
+        except sqlite3.DatabaseError:  # SQLITE_NOTADB, SQLITE_CORRUPT: not a journal's file
+            raise HealthlogError(
+                f"the journal at {location.path} is not a SQLite database, or is damaged: "
+                "point HEALTHLOG_JOURNAL_URL at the journal's file"
+            ) from None
     import psycopg
 
     try:

@@ -149,6 +149,19 @@ def test_an_unknown_account_is_a_clear_error(env: Path, capsys: Any) -> None:
     assert "no account named" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["status"], ["deliveries"], ["migrate"], ["account", "list"]])
+def test_a_journal_file_that_is_not_a_database_is_one_line_not_a_traceback(
+    env: Path, capsys: Any, argv: list[str]
+) -> None:
+    (env / "journal.db").write_bytes(b"not a database, but a file of the same name\n" * 100)
+    assert cli.main(argv) == 2  # a refusal, as for no journal at all
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"healthlog: the journal at {env}/journal.db is not a SQLite database, or is "
+        "damaged: point HEALTHLOG_JOURNAL_URL at the journal's file"
+    )
+
+
 def test_account_rotate_gives_a_new_token_and_the_old_one_stops_working(
     env: Path, capsys: Any
 ) -> None:
