@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from healthlog import accounts, ranges
+from healthlog import accounts, files, ranges
 from healthlog.config import Settings
 from healthlog.errors import HealthlogError
 from healthlog.journal.port import Journal
@@ -383,7 +383,7 @@ def _output(path: Path | None) -> Iterator[IO[str]]:
         yield sys.stdout
         return
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = files.private_file(path, os.O_WRONLY | os.O_TRUNC)
     except OSError as exc:
         raise click.BadParameter(
             f"cannot write {str(path)!r} ({exc.strerror})", param_hint="'--output' / '-o'"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from healthlog import files
 from healthlog.errors import HealthlogError
 from healthlog.journal.rows import first_at_or_after, from_text
 from healthlog.reads import (
@@ -467,6 +469,10 @@ def _save(fig: Figure, path: Path) -> None:
     # SVG text stays text (titles can be read back) and its ids do not change run to run
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "healthlog"}):
         try:
-            fig.savefig(path, format=fmt, dpi=DPI, metadata={"Date": None} if fmt == "svg" else {})
+            # its owner's only, as every file -o writes: a plot shows health data
+            with open(files.private_file(path, os.O_WRONLY | os.O_TRUNC), "wb") as out:
+                fig.savefig(
+                    out, format=fmt, dpi=DPI, metadata={"Date": None} if fmt == "svg" else {}
+                )
         except OSError as exc:
             raise HealthlogError(f"cannot write {path} ({exc.strerror or exc})") from None

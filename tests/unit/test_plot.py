@@ -179,6 +179,32 @@ def test_png_has_its_size_and_the_series_colour(env: Path, capsys: Any) -> None:
     assert dict((c, n) for n, c in colours).get(series, 0) > 500  # the bars, filled
 
 
+@pytest.mark.parametrize("suffix", ["png", "svg"])
+def test_the_file_is_its_owners_only_under_a_common_umask(
+    env: Path, capsys: Any, suffix: str
+) -> None:
+    """As every file -o writes (a plot shows health data): 0600 under umask 022, a new
+    file and one that was there readable by everyone."""
+    import os
+    import stat
+
+    new, old = env / f"new.{suffix}", env / f"old.{suffix}"
+    old.write_bytes(b"")
+    old.chmod(0o644)
+    was = os.umask(0o022)
+    try:
+        for out in (new, old):
+            code, said = plot_cmd(capsys, "step_count", "--from", "2026", "-o", str(out))
+            assert code == 0, said
+    finally:
+        os.umask(was)
+    assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in (new, old)} == {
+        new.name: "0o600",
+        old.name: "0o600",
+    }
+    assert old.stat().st_size > 0
+
+
 # --- discrete: a line over a band ------------------------------------------------------------
 
 
