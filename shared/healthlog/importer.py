@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from healthlog import ids, log
+from healthlog.applehealth.files import looks_like_export_xml
 from healthlog.archive.keys import EXPORT_XML, EXPORT_ZIP, body_key
 from healthlog.archive.port import Archive, ArchiveWriter
 from healthlog.config import ENV_PREFIX, Settings
@@ -174,13 +175,13 @@ def inspect(path: str | Path, *, max_bytes: int) -> Source:
         raise ImportRefused(f"{where} is neither a file nor a folder")
     elif zipfile.is_zipfile(where):
         source = _zip(where)
-    elif _looks_like_xml(where):
+    elif looks_like_export_xml(where):
         size = where.stat().st_size
         source = Source(where, "xml", size, size)
     else:
         raise ImportRefused(
             f"{where.name} is neither a zip nor an XML export (the Health app's "
-            "export.zip, its unzipped folder, or its export.xml)"
+            "export.zip, its unzipped folder, or its export.xml, whose root is HealthData)"
         )
     biggest = max(source.size, source.expanded)
     if biggest > max_bytes:
@@ -246,12 +247,6 @@ def _files(folder: Path, inside: Path) -> Iterator[Path]:
                 yield Path(entry.name) / found
         elif entry.is_file():
             yield Path(entry.name)
-
-
-def _looks_like_xml(path: Path) -> bool:
-    with path.open("rb") as f:
-        head = f.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head.startswith(b"<")
 
 
 # --- 2. archived and journalled -------------------------------------------------------------

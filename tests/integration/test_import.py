@@ -277,6 +277,15 @@ def test_what_is_not_an_export_is_refused_with_a_clear_error(local: Stores, tmp_
     empty = tmp_path / "empty"
     empty.mkdir()
     refused(local, empty, "holds no export.xml")
+    # XML that is not the Health app's export: a workout route, any other document
+    route = tmp_path / "route.gpx"
+    route.write_bytes(
+        (export_gen.FIXTURE / "workout-routes" / "route_2024-03-30_8.02am.gpx").read_bytes()
+    )
+    refused(local, route, "neither a zip nor an XML export")
+    other = tmp_path / "export.xml"
+    other.write_bytes(b'<?xml version="1.0"?>\n<HealthDataX locale="en"/>\n')
+    refused(local, other, "whose root is HealthData")
     refused(local, tmp_path / "nowhere.zip", "cannot read")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from healthlog.applehealth import ExportCut, ExportReading, ExportUnreadable, read_export
-from healthlog.applehealth.files import WithoutDoctype, safe_member
+from healthlog.applehealth.files import WithoutDoctype, looks_like_export_xml, safe_member
 from healthlog.model import Point, Record
 from hypothesis import given
 from hypothesis import strategies as st
@@ -164,6 +164,29 @@ def test_what_is_not_an_export_is_named(tmp_path: Path, content: bytes, message:
     path.write_bytes(content)
     with pytest.raises(ExportUnreadable, match=message):
         read_export(path)
+
+
+@pytest.mark.parametrize(
+    ("head", "export"),
+    [
+        (b'<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE HealthData [\n<!ELEMENT', True),
+        (b'\xef\xbb\xbf<!-- a comment -->\n<HealthData locale="en_US">\n<Record', True),
+        (b"<HealthData>", True),
+        (b'<?xml version="1.0"?><gpx version="1.1"><trk>', False),
+        (b"<!DOCTYPE html><html>", False),
+        (b"<HealthDataX/>", False),
+        (b"<foo/>", False),
+        (b"hello", False),
+    ],
+)
+def test_an_export_xml_is_told_by_its_doctype_or_root(
+    tmp_path: Path, head: bytes, export: bool
+) -> None:
+    """Even cut short inside its DOCTYPE an export is one (the reader then says where it
+    ends); XML of another kind is not."""
+    path = tmp_path / "export.xml"
+    path.write_bytes(head)
+    assert looks_like_export_xml(path) is export
 
 
 def test_a_zip_without_export_xml_is_named(tmp_path: Path) -> None:

@@ -177,7 +177,7 @@ class Export:
             except (zipfile.BadZipFile, OSError) as exc:
                 raise ExportUnreadable("the file is not a readable zip") from exc
             self._root = self._find_root(self._zip)
-        elif _looks_like_xml(path):
+        elif looks_like_export_xml(path):
             self._folder = path.parent
             self._xml_name = path.name
         else:
@@ -263,7 +263,32 @@ class Export:
             self._zip.close()
 
 
-def _looks_like_xml(path: Path) -> bool:
+#: the root element of the Health app's ``export.xml``, which its DOCTYPE names too
+_ROOT = b"HealthData"
+# how much of a file's head tells whether it is an export.xml: the DOCTYPE comes first,
+# or (no DOCTYPE) the root element within a few comments and the XML declaration
+_SNIFF_BYTES = 64 * 1024
+
+
+def looks_like_export_xml(path: Path) -> bool:
+    """Whether the file at ``path`` reads as the Health app's ``export.xml`` by its head.
+
+    XML whose DOCTYPE or first element is ``HealthData``: so a GPX route, a CDA document
+    or any other XML is told apart before anything is stored, while an export cut short
+    (even inside its DOCTYPE) still is one, for the reader to say where it ends.
+    """
     with path.open("rb") as f:
-        head = f.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head.startswith(b"<")
+        head = f.read(_SNIFF_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head.startswith(b"<"):
+        return False
+    doctype, element = head.find(b"<!DOCTYPE"), _first_element(head)
+    if doctype >= 0 and (element < 0 or doctype < element):
+        return _names_root(head[doctype + len(b"<!DOCTYPE") :].lstrip())
+    return element >= 0 and _names_root(head[element + 1 :])
+
+
+def _names_root(text: bytes) -> bool:
+    """Whether ``text`` starts with the name ``HealthData``, whole (not ``HealthDataX``)."""
+    return text.startswith(_ROOT) and text[len(_ROOT) : len(_ROOT) + 1] in (
+        b"", b" ", b"\t", b"\r", b"\n", b">", b"/", b"[",
+    )  # fmt: skip
