@@ -162,6 +162,8 @@ CORPUS = [
     rejected("token in quotes", GOOD, 401, "does not know this access token", auth="quoted"),
     rejected("empty bearer", GOOD, 401, "has no access token", auth="none",
              headers={"Authorization": "Bearer "}),
+    rejected("token without Bearer", GOOD, 401, "the word Bearer, a space, then your token",
+             auth="none", headers={"Authorization": "hl_pasted_alone"}),
     rejected("GET", b"", 405, "POST requests only", method="GET"),
     # --- compression: the archive keeps the JSON the phone meant
     accepted("gzip body", gzip.compress(GOOD), PARSED, headers=GZIP, archived=GOOD),

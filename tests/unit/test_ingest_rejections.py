@@ -72,6 +72,12 @@ Text = Callable[[str], str]
 CASES: dict[str, tuple[Callable[[Rig, Path], Reply], int, Text, dict[str, str]]] = {
     "method": (_method, 405, lambda _: texts.METHOD_TEXT, {"Allow": "POST"}),
     "no_token": (lambda r, t: r.post(b"{}", {}), 401, lambda _: texts.NO_AUTH_TEXT, BEARER),
+    "not_bearer": (  # the token pasted alone, without "Bearer "
+        lambda r, t: r.post(b"{}", {"Authorization": "hl_pasted_alone"}),
+        401,
+        lambda _: texts.NOT_BEARER_TEXT,
+        BEARER,
+    ),
     "bad_token": (
         lambda r, t: r.post(b"{}", {"X-API-Key": "hl_unknown"}),
         401,

@@ -22,3 +22,11 @@ def bearer_token(headers: Mapping[str, str]) -> str | None:
         if value:
             return value
     return None
+
+
+def misses_bearer(headers: Mapping[str, str]) -> bool:
+    """Whether a request without a token sent an ``Authorization`` header of another form
+    (the token pasted alone, another scheme): the user's mistake is then the header's
+    form, not a missing token. ``Bearer`` with nothing after it is a missing token."""
+    scheme = headers.get("authorization", "").strip().partition(" ")[0]
+    return bool(scheme) and scheme.lower() != "bearer"

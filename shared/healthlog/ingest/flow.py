@@ -34,7 +34,7 @@ from healthlog.archive import keys
 from healthlog.config import Settings
 from healthlog.errors import JournalBusy, JournalUnavailable
 from healthlog.ingest import body
-from healthlog.ingest.auth import bearer_token
+from healthlog.ingest.auth import bearer_token, misses_bearer
 from healthlog.ingest.request import (
     IngestDeps,
     IngestRequest,
@@ -146,6 +146,8 @@ def _accept(deps: IngestDeps, request: IngestRequest, received_at: datetime, not
 def _authenticate(deps: IngestDeps, headers: Mapping[str, str], note: Note) -> Account:
     token = bearer_token(headers)
     if token is None:
+        if misses_bearer(headers):
+            raise reject("not_bearer")
         raise reject("no_token")
     try:
         account = deps.journal.account_by_token_hash(tokens.hash_token(token))

@@ -26,6 +26,12 @@ NO_AUTH_TEXT = (
     "automation and add a header: key Authorization, value Bearer followed by a space "
     "and your token (or key X-API-Key, value the token alone). Then export again."
 )
+NOT_BEARER_TEXT = (
+    "healthlog: this request's Authorization header is not a token in the form the server "
+    "reads. In Health Auto Export, open this automation and set that header's value to "
+    "the word Bearer, a space, then your token (or use the key X-API-Key with the token "
+    "alone). Then export again."
+)
 WRONG_AUTH_TEXT = (
     "healthlog: the server does not know this access token. In Health Auto Export, check "
     "the Authorization (or X-API-Key) header of this automation: the value must be the "
@@ -109,6 +115,7 @@ def internal_text(retry_after_s: int, ref: str) -> str:
 Reason = Literal[
     "method",
     "no_token",
+    "not_bearer",
     "bad_token",
     "too_large",
     "empty",
@@ -145,6 +152,7 @@ _BEARER = (("WWW-Authenticate", "Bearer"),)
 REFUSALS: Mapping[Reason, Refusal] = {
     "method": Refusal(405, METHOD_TEXT, headers=(("Allow", "POST"),)),
     "no_token": Refusal(401, NO_AUTH_TEXT, headers=_BEARER),
+    "not_bearer": Refusal(401, NOT_BEARER_TEXT, headers=_BEARER),
     "bad_token": Refusal(401, WRONG_AUTH_TEXT, headers=_BEARER),
     "too_large": Refusal(413, too_large_text),
     "empty": Refusal(400, EMPTY_TEXT),
