@@ -1095,8 +1095,8 @@ def plot(
     sums, sleep_analysis stages per night. Times are the phone's local times; a gap in
     the data is a gap in the line.
     """
+    from healthlog import names, store
     from healthlog import plot as plotting
-    from healthlog import store
     from healthlog.reads import Reads, Resolution, UnknownName
 
     try:
@@ -1108,6 +1108,10 @@ def plot(
     with store.opened(obtain_settings(), "read") as opened:
         journal = opened.journal
         reads = Reads.of(journal, accounts.find_id(journal, chosen), opened.settings.priority())
+        try:  # an unknown name is a usage error, as in export and coverage
+            names.check_metric(journal, reads.account.id, metric)
+        except UnknownName as exc:
+            raise _bad_name("METRIC", exc) from None
         bounds, _ = _range(journal, reads.account, start, end)
         start_from, start_to = bounds.texts()
         try:
@@ -1121,7 +1125,9 @@ def plot(
                 resolution=Resolution(resolution) if resolution else None,
                 source=source,
             )
-        except (UnknownName, plotting.NothingToPlot) as exc:
+        except UnknownName as exc:  # the metric is known: its field is not
+            raise _bad_name("--field", exc) from None
+        except plotting.NothingToPlot as exc:
             click.echo(f"healthlog: {exc}", err=True)
             return 1
     emit(as_json, {"wrote": str(drawn.path)}, f"wrote {drawn.path}")

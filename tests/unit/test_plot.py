@@ -315,11 +315,13 @@ def test_sleep_with_a_resolution_is_a_usage_error(env: Path, capsys: Any) -> Non
 
 
 def test_unknown_metric_names_the_nearest(env: Path, capsys: Any) -> None:
+    """A usage error (exit 2) naming the argument or option, as export's and coverage's."""
     code, said = plot_cmd(capsys, "heart_rat", "-o", str(env / "x.png"))
-    assert code == 1
-    assert said.startswith("healthlog: ") and "heart_rate" in said and "Traceback" not in said
+    assert code == 2
+    assert "Invalid value for 'METRIC'" in said and "did you mean heart_rate" in said
+    assert "Traceback" not in said
     code, said = plot_cmd(capsys, "heart_rate", "--field", "avj", "-o", str(env / "x.png"))
-    assert code == 1 and "avg" in said
+    assert code == 2 and "Invalid value for '--field'" in said and "avg" in said
     assert not (env / "x.png").exists()
 
 
@@ -368,4 +370,4 @@ def test_the_account_is_chosen_or_the_only_one(env: Path, capsys: Any) -> None:
     code, said = plot_cmd(capsys, "step_count", "-o", str(out))
     assert code == 2 and "--account NAME" in said
     code, said = plot_cmd(capsys, "step_count", "--account", "bob", "-o", str(env / "b.svg"))
-    assert code == 1 and "no metric named 'step_count'" in said  # bob has no data
+    assert code == 2 and "no metric named 'step_count'" in said  # bob has no data
