@@ -131,8 +131,12 @@ class AgeType(click.ParamType[Any]):
             bound = ranges.parse(str(value))
         except ranges.BadBound:
             bound = None
-        if bound is None or bound.ago is None or bound.ago <= timedelta(0):
+        if bound is None or bound.ago is None:
             self.fail(f"{str(value)!r} is not an age (forms: 90d, 12w, 36h, 30m)", param, ctx)
+        if bound.ago <= timedelta(0):
+            self.fail(
+                f"{str(value)!r} is no age at all: give one above zero, such as 90d", param, ctx
+            )
         return bound.ago
 
 

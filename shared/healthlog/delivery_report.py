@@ -200,8 +200,19 @@ def import_text(data: Mapping[str, Any]) -> str:
     if data["cut"]:
         lines.append(
             "the export is cut short: what was read is folded, the rest could not be read"
-            f" ({shown(str(data['cut']))})"
+            f" ({_cut_text(data['cut'])})"
         )
     if data["failure"]:
         lines.append(f"failure: {shown(str(data['failure']))}")
     return "\n".join(lines)
+
+
+def _cut_text(cut: object) -> str:
+    """Where an export was cut, for a person: what the reader said, and how far it read."""
+    if not isinstance(cut, dict):
+        return shown(str(cut))
+    at, read, size = cut.get("at"), cut.get("bytes_read"), cut.get("xml_size")
+    said = shown(str(at)) if at else "cut"
+    if isinstance(read, int) and isinstance(size, int) and size:
+        said += f"; {read:,} of export.xml's {size:,} bytes read"
+    return said

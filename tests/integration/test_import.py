@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from healthlog import importer
+from healthlog import delivery_report, importer
 from healthlog.applehealth import read_export
 from healthlog.archive.keys import EXPORT_XML, EXPORT_ZIP
 from healthlog.archive.local import LocalArchive
@@ -325,6 +325,11 @@ def test_a_cut_file_folds_what_it_could_and_says_how_much_it_could_not(
     assert CUT in report.outcome.uncovered  # type: ignore[union-attr]
     assert 0 < report.cut["bytes_read"] <= report.cut["xml_size"] == path.stat().st_size
     assert "cut short" in report.cut["at"] and "Test" not in report.cut["at"]
+    # and a person reads it as a sentence, not a Python dict
+    said = delivery_report.import_text(report.as_dict())
+    read, size = report.cut["bytes_read"], report.cut["xml_size"]
+    assert f"{report.cut['at']}; {read:,} of export.xml's {size:,} bytes read)" in said
+    assert "{" not in said and "bytes_read" not in said
     # what came before the cut is there, what came after is not
     assert 0 < report.points < 200 * 5
     assert stores.journal.summary().points == report.points

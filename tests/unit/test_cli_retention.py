@@ -148,8 +148,8 @@ def test_a_run_interrupted_between_mark_and_delete_is_finished_by_the_next(
 
 @pytest.mark.parametrize(
     ("value", "said"),
-    [("90", "'90' is not an age"), ("90x", "'90x' is not an age"), ("0d", "'0d'"),
-     ("2026-01-01", "forms: 90d, 12w")],
+    [("90", "'90' is not an age"), ("90x", "'90x' is not an age"),
+     ("0d", "'0d' is no age at all: give one above zero"), ("2026-01-01", "forms: 90d, 12w")],
 )  # fmt: skip
 def test_a_bad_age_is_a_usage_error_naming_the_option(env: Path, value: str, said: str) -> None:
     result = CliRunner().invoke(cli.cli, ["retention", "--older-than", value])
