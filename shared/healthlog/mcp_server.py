@@ -19,8 +19,11 @@ log is set to warnings, and an unexpected failure is logged by its type only.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Annotated, Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -652,6 +655,40 @@ def refuse_off_loopback(http: bool, host: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def _listening(host: str, port: int) -> Iterator[socket.socket]:
+    """A socket listening on ``host``:``port``; PortTaken (exit 1) if another has it."""
+    from healthlog import launcher
+    from healthlog import serve as stack
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind((host, port))
+            sock.listen()
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise stack.port_taken("mcp", launcher.PortTaken(host, port)) from None
+            raise HealthlogError(f"--host {host}: cannot listen there ({exc.strerror})") from None
+        yield sock
+
+
+async def _serve_http(server: MCPServer[Any], sock: socket.socket, host: str, port: int) -> None:
+    """Streamable HTTP on ``sock`` until stopped, checking each request's Host and Origin."""
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+    app = server.streamable_http_app(transport_security=security, host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
 def serve(
     r: reads.Reads,
     settings: Settings,
@@ -670,16 +707,12 @@ def serve(
         if not http:
             server.run("stdio")
             return 0
-        from mcp.server.transport_security import TransportSecuritySettings
+        with _listening(host, port) as sock:  # bound before the URL is announced
+            if on_ready is not None:
+                on_ready(f"http://{'[::1]' if ':' in host else host}:{port}/mcp")
+            import anyio
 
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-        if on_ready is not None:
-            on_ready(f"http://{'[::1]' if ':' in host else host}:{port}/mcp")
-        server.run("streamable-http", host=host, port=port, transport_security=security)
+            anyio.run(_serve_http, server, sock, host, port)
         return 0
     finally:
         guard.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import subprocess
 import sys
 from collections import defaultdict
@@ -465,6 +466,27 @@ def test_streamable_http_listens_on_loopback_only(sqlite_sample: Sample) -> None
         text=True,
     )
     assert refused.returncode == 2 and "loopback only" in refused.stderr
+
+
+def test_a_taken_port_is_one_line_naming_port_and_exit_1(sqlite_sample: Sample) -> None:
+    with socket.socket() as other:  # another program listening on the port
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        taken = other.getsockname()[1]
+        done = subprocess.run(
+            [*HEALTHLOG, "mcp", "--account", "alice", "--http", "--port", str(taken)],
+            env=sqlite_sample.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"healthlog: port {taken} on 127.0.0.1 is taken (another healthlog serve, or "
+        "another program, listens there): --port N picks another"
+    ]  # no banner: nothing listens at the URL it would name
+    assert done.stdout == ""
 
 
 def _listening_addresses(port: int) -> set[str]:
