@@ -14,7 +14,8 @@ phone's clock. Every value comes with its unit.
 
 A bad argument is an MCP error result (``isError``) that names the problem and the
 nearest valid choice, never a traceback. Nothing of the data is logged: the SDK's own
-log is set to warnings, and an unexpected failure is logged by its type only.
+log (and uvicorn's) is set to warnings, each line once as healthlog's JSON line, and an
+unexpected failure is logged by its type only.
 """
 
 from __future__ import annotations
@@ -149,8 +150,39 @@ def _cut(rows: list[T], limit: int, narrow: str) -> tuple[list[T], dict[str, Any
 # --- the server ---------------------------------------------------------------------------
 
 
+class _WithoutHeaderValue(logging.Filter):
+    """The SDK's refusal of a request's Host or Origin, without the header's value."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = record.getMessage().split(": ", 1)[0], None
+        return True
+
+
+_WITHOUT_HEADER_VALUE = _WithoutHeaderValue()
+
+
+def _log_once() -> None:
+    """Each log line once, as healthlog's JSON line.
+
+    MCPServer calls ``logging.basicConfig``, which gives the root logger a plain handler
+    when it has none, and healthlog's lines propagate there: each would be printed a
+    second time. A root handler that drops what reaches it makes that call do nothing.
+    The SDK's own lines and uvicorn's are healthlog's JSON lines too, at WARNING and up
+    (their INFO and DEBUG lines may quote requests), or at healthlog's level if higher;
+    the SDK's refusal of a Host or Origin header says which, not the value.
+    """
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+    level = max(logging.WARNING, logging.getLogger("healthlog").getEffectiveLevel())
+    for name in ("mcp", "uvicorn"):
+        log.setup(logging.getLevelName(level), name=name)
+    logging.getLogger("mcp.server.transport_security").addFilter(_WITHOUT_HEADER_VALUE)
+
+
 def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
     """The MCPServer with every tool, over ``r``'s account and ``guard``'s views."""
+    _log_once()
     server = MCPServer(
         "healthlog",
         instructions=(
@@ -685,7 +717,8 @@ async def _serve_http(server: MCPServer[Any], sock: socket.socket, host: str, po
         allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
     )
     app = server.streamable_http_app(transport_security=security, host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    # uvicorn's loggers as they are (_log_once), not its plain handlers of their own
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=None)
     await uvicorn.Server(config).serve(sockets=[sock])
 
 

@@ -8,6 +8,7 @@ walk with its route (tests/fixtures/hae/samples); each answer is compared with w
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import socket
 import subprocess
@@ -504,6 +505,56 @@ def _listening_addresses(port: int) -> set[str]:
                     else:
                         found.add(address)
     return found
+
+
+@pytest.mark.parametrize("level", [None, "INFO", "DEBUG"])
+def test_each_log_line_is_printed_once_as_json(sqlite_sample: Sample, level: str | None) -> None:
+    env = {k: v for k, v in sqlite_sample.env.items() if k != "HEALTHLOG_LOG_LEVEL"}
+    if level is not None:
+        env["HEALTHLOG_LOG_LEVEL"] = level
+    done = subprocess.run(
+        [*HEALTHLOG, "mcp", "--account", "alice"],
+        env=env,
+        stdin=subprocess.DEVNULL,  # the client hangs up at once: the server stops
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["mcp.started", "mcp.stopped"]
+
+
+def test_over_http_each_log_line_is_json_once_without_header_values(
+    sqlite_sample: Sample, tmp_path: Path
+) -> None:
+    port = launcher.free_port()
+    env = {**sqlite_sample.env, "HEALTHLOG_LOG_LEVEL": "DEBUG"}
+    with (tmp_path / "stderr").open("w+") as stderr:
+        process = subprocess.Popen(
+            [*HEALTHLOG, "mcp", "--account", "alice", "--http", "--port", str(port)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+        try:
+            launcher.wait_listening(process, "127.0.0.1", port)
+            rebinding = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            rebinding.request("GET", "/mcp", headers={"Host": "rebound.example"})
+            assert rebinding.getresponse().status == 421
+            rebinding.close()
+        finally:
+            launcher.stop(process)
+        stderr.seek(0)
+        lines = stderr.read().splitlines()
+    banner = f"healthlog MCP server (read-only) at  http://127.0.0.1:{port}/mcp"
+    assert banner in lines
+    logged = [json.loads(line) for line in lines if line != banner]
+    assert [(e["logger"], e["event"]) for e in logged] == [
+        ("healthlog.mcp", "mcp.started"),
+        ("mcp.server.transport_security", "Invalid Host header"),  # not the header's value
+    ]
 
 
 def test_token_from_stdin_needs_http(sqlite_sample: Sample) -> None:
