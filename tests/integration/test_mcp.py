@@ -567,3 +567,35 @@ def test_token_from_stdin_needs_http(sqlite_sample: Sample) -> None:
     )
     assert done.returncode == 2 and "use --http" in done.stderr
     assert sqlite_sample.folded.alice.token not in done.stderr
+
+
+def test_with_several_accounts_the_hint_offers_what_works_in_the_mode(
+    sqlite_sample: Sample,
+) -> None:
+    stdio = subprocess.run(
+        [*HEALTHLOG, "mcp"],  # alice and bob, none chosen
+        env=sqlite_sample.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert stdio.returncode == 2
+    assert stdio.stderr.splitlines() == [
+        "healthlog: this journal has several accounts: choose one with --account NAME or "
+        "--token TOKEN"
+    ]
+    port = str(launcher.free_port())
+    http = subprocess.run(
+        [*HEALTHLOG, "mcp", "--http", "--port", port],
+        env=sqlite_sample.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert http.returncode == 2 and "--account NAME or --token -" in http.stderr
+    helped = subprocess.run(
+        [*HEALTHLOG, "mcp", "--help"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "with --http only" in " ".join(helped.stdout.split())
