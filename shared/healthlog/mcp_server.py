@@ -30,7 +30,8 @@ from typing import Annotated, Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
-from pydantic import Field
+from pydantic import Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from healthlog import coverage_report, log, reads, sql_guard
 from healthlog.config import Settings
@@ -40,9 +41,9 @@ from healthlog.journal.port import Journal
 from healthlog.journal.rows import from_text
 
 try:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
-    from mcp_types import CallToolResult, TextContent, ToolAnnotations
+    from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 except ImportError:  # the tools' annotations need them at import
     raise HealthlogError("healthlog mcp needs the extra: pip install 'healthlog[mcp]'") from None
 
@@ -149,6 +150,70 @@ def _cut(rows: list[T], limit: int, narrow: str) -> tuple[list[T], dict[str, Any
 
 # --- the server ---------------------------------------------------------------------------
 
+#: what an argument takes, by the kind of pydantic's refusal (the rest: pydantic's words)
+_TAKES = {
+    "missing": "required",
+    "int_parsing": "a whole number",
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "string_type": "text",
+    "list_type": "a list",
+}
+
+
+class _Server(MCPServer[Any]):
+    """MCPServer whose refusal of an argument's kind is one plain sentence per argument
+    (its name, what it takes, what came), like the tools' own: not pydantic's text."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            refused = exc.__cause__
+            if not isinstance(refused, ValidationError):
+                raise
+            schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+            said = "; ".join(_plain(e, schema.get("properties", {})) for e in refused.errors())
+            raise ToolError(f"Error executing tool {name}: {said}") from refused
+
+
+def _plain(error: ErrorDetails, properties: dict[str, Any]) -> str:
+    """One of pydantic's errors as ``argument: what it takes (got what came)``."""
+    where = [str(part) for part in error["loc"]]
+    argument = where[0] + "".join(f"[{part}]" for part in where[1:])
+    described = properties.get(where[0], {})
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in ("literal_error", "enum"):
+        values = _allowed(described)
+        listed = f"{', '.join(values[:-1])} or {values[-1]}" if len(values) > 1 else "".join(values)
+        takes = f"one of {listed}" if values else error["msg"]
+    elif kind in ("too_short", "too_long"):
+        most = kind == "too_long"
+        count = ctx["max_length" if most else "min_length"]
+        takes = f"at {'most' if most else 'least'} {count} item{'s' if count != 1 else ''}"
+    else:
+        takes = _TAKES.get(kind, error["msg"][:1].lower() + error["msg"][1:])
+    if len(where) == 1 and "description" in described and kind not in ("literal_error", "enum"):
+        takes += f": {described['description']}"
+    if kind == "missing":
+        return f"{argument}: {takes}"
+    got = ctx["actual_length"] if kind in ("too_short", "too_long") else error["input"]
+    return f"{argument}: {takes} (got {log.truncate(repr(got), 60)})"
+
+
+def _allowed(described: dict[str, Any]) -> list[str]:
+    """The values an argument's JSON schema lists (its ``enum``, maybe inside ``anyOf``)."""
+    found: list[str] = [str(v) for v in described.get("enum", ())]
+    for option in described.get("anyOf", ()):
+        found += _allowed(option)
+    return found
+
 
 class _WithoutHeaderValue(logging.Filter):
     """The SDK's refusal of a request's Host or Origin, without the header's value."""
@@ -183,7 +248,7 @@ def _log_once() -> None:
 def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
     """The MCPServer with every tool, over ``r``'s account and ``guard``'s views."""
     _log_once()
-    server = MCPServer(
+    server = _Server(
         "healthlog",
         instructions=(
             "Apple Health data of one person, as received from the Health Auto Export app "

@@ -348,12 +348,57 @@ def test_bad_arguments_name_the_problem(sqlite_sample: Sample) -> None:
             "metric_series", metric="step_count", start="2026-03-05", end="2026-03-01"
         )
         assert "not after start" in reversed_range
-        assert "'raw'" in await s.error("metric_series", metric="step_count", resolution="year")
+        assert await s.error("metric_series", metric="step_count", resolution="year") == (
+            "Error executing tool metric_series: resolution: one of raw, minute, hour, day, "
+            "week or month (got 'year')"
+        )
         assert "ISO 8601" in await s.error("sleep_nights", start="last tuesday")
         assert "did you mean ecg" in await s.error("records", section="ecgg")
         assert "no such workout" in await s.error("workout", identity="nope")
         assert "IANA" in await s.error("catalog", time_zone="Mars/Olympus")
         assert "between 1 and 2000" in await s.error("metric_series", metric="step_count", limit=0)
+
+    session(sqlite_sample, work)
+
+
+def test_arguments_of_the_wrong_kind_are_one_plain_sentence(sqlite_sample: Sample) -> None:
+    """What the SDK's validation refuses is said like the tools' own refusals: the
+    argument, what it takes, no pydantic text nor link."""
+
+    async def work(s: Session) -> None:
+        said = {
+            ("metric_series", "resolution"): await s.error(
+                "metric_series", metric="step_count", resolution="Day"
+            ),
+            ("metric_series", "metric"): await s.error("metric_series"),
+            ("metric_series", "limit"): await s.error(
+                "metric_series", metric="step_count", limit="many"
+            ),
+            ("daily_summary", "metrics"): await s.error("daily_summary", metrics=["a"] * 13),
+            ("daily_summary", "metrics[0]"): await s.error("daily_summary", metrics=[7]),
+            ("workout", "include_route"): await s.error(
+                "workout", identity=WORKOUT_ID, include_route="maybe"
+            ),
+            ("sql", "timeout_s"): await s.error("sql", query="SELECT 1", timeout_s="soon"),
+        }
+        for (tool, argument), text in said.items():
+            assert text.startswith(f"Error executing tool {tool}: {argument}: "), text
+            for pydantic in ("pydantic", "validation error", "type=", "input_value", "\n"):
+                assert pydantic not in text, text
+        assert said[("metric_series", "resolution")].endswith(
+            "one of raw, minute, hour, day, week or month (got 'Day')"
+        )
+        assert said[("metric_series", "metric")].endswith(
+            "metric: required: a metric name from catalog, e.g. heart_rate"
+        )
+        limit = said[("metric_series", "limit")]
+        assert "a whole number: most rows, 1 to 2000 (got 'many')" in limit
+        assert "at most 12 items" in said[("daily_summary", "metrics")]
+        assert "metrics[0]: text" in said[("daily_summary", "metrics[0]")]
+        assert "true or false" in said[("workout", "include_route")]
+        assert "a number: time limit, 0.1 to 30 seconds" in said[("sql", "timeout_s")]
+        # the tools' other arguments from a list (a section, a metric) name the ones known
+        assert "known: ecg, " in await s.error("records", section="ECG")
 
     session(sqlite_sample, work)
 
