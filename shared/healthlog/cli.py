@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import sys
@@ -150,13 +151,12 @@ def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")(f)
 
 
-def account_options(f: F) -> F:
+def account_options(f: F, *, stdin: str = "out of the process list") -> F:
     """``--account NAME`` or ``--token TOKEN``: which account the command sees."""
     f = click.option(
         "--token",
         metavar="TOKEN",
-        help="Only the account this access token belongs to (-: read it from stdin, "
-        "out of the process list).",
+        help=f"Only the account this access token belongs to (-: read it from stdin, {stdin}).",
     )(f)
     return click.option("--account", metavar="NAME", help="Only this account.")(f)
 
@@ -569,7 +569,7 @@ def dashboard(
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="With --http: a loopback address only.")  # fmt: skip
 @click.option("--port", type=PORT, default=8765, show_default=True, help="With --http: the port.")
-@account_options
+@functools.partial(account_options, stdin="with --http only: stdio carries the protocol")
 def mcp(http: bool, host: str, port: int, account: str | None, token: str | None) -> int:
     """Serve read-only tools over one account's data to an assistant (MCP).
 
@@ -589,6 +589,8 @@ def mcp(http: bool, host: str, port: int, account: str | None, token: str | None
             opened.journal,
             accounts.find_id(opened.journal, chosen),
             opened.settings.priority(),
+            # over stdio, --token - is refused (stdin carries the protocol)
+            choose="--account NAME or --token " + ("-" if http else "TOKEN"),
         )
 
         def banner(url: str) -> None:

@@ -14,19 +14,24 @@ phone's clock. Every value comes with its unit.
 
 A bad argument is an MCP error result (``isError``) that names the problem and the
 nearest valid choice, never a traceback. Nothing of the data is logged: the SDK's own
-log is set to warnings, and an unexpected failure is logged by its type only.
+log (and uvicorn's) is set to warnings, each line once as healthlog's JSON line, and an
+unexpected failure is logged by its type only.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Annotated, Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
-from pydantic import Field
+from pydantic import Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from healthlog import coverage_report, log, reads, sql_guard
 from healthlog.config import Settings
@@ -36,9 +41,9 @@ from healthlog.journal.port import Journal
 from healthlog.journal.rows import from_text
 
 try:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
-    from mcp_types import CallToolResult, TextContent, ToolAnnotations
+    from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 except ImportError:  # the tools' annotations need them at import
     raise HealthlogError("healthlog mcp needs the extra: pip install 'healthlog[mcp]'") from None
 
@@ -145,10 +150,105 @@ def _cut(rows: list[T], limit: int, narrow: str) -> tuple[list[T], dict[str, Any
 
 # --- the server ---------------------------------------------------------------------------
 
+#: what an argument takes, by the kind of pydantic's refusal (the rest: pydantic's words)
+_TAKES = {
+    "missing": "required",
+    "int_parsing": "a whole number",
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "string_type": "text",
+    "list_type": "a list",
+}
+
+
+class _Server(MCPServer[Any]):
+    """MCPServer whose refusal of an argument's kind is one plain sentence per argument
+    (its name, what it takes, what came), like the tools' own: not pydantic's text."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            refused = exc.__cause__
+            if not isinstance(refused, ValidationError):
+                raise
+            schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+            said = "; ".join(_plain(e, schema.get("properties", {})) for e in refused.errors())
+            raise ToolError(f"Error executing tool {name}: {said}") from refused
+
+
+def _plain(error: ErrorDetails, properties: dict[str, Any]) -> str:
+    """One of pydantic's errors as ``argument: what it takes (got what came)``."""
+    where = [str(part) for part in error["loc"]]
+    argument = where[0] + "".join(f"[{part}]" for part in where[1:])
+    described = properties.get(where[0], {})
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in ("literal_error", "enum"):
+        values = _allowed(described)
+        listed = f"{', '.join(values[:-1])} or {values[-1]}" if len(values) > 1 else "".join(values)
+        takes = f"one of {listed}" if values else error["msg"]
+    elif kind in ("too_short", "too_long"):
+        most = kind == "too_long"
+        count = ctx["max_length" if most else "min_length"]
+        takes = f"at {'most' if most else 'least'} {count} item{'s' if count != 1 else ''}"
+    else:
+        takes = _TAKES.get(kind, error["msg"][:1].lower() + error["msg"][1:])
+    if len(where) == 1 and "description" in described and kind not in ("literal_error", "enum"):
+        takes += f": {described['description']}"
+    if kind == "missing":
+        return f"{argument}: {takes}"
+    got = ctx["actual_length"] if kind in ("too_short", "too_long") else error["input"]
+    return f"{argument}: {takes} (got {log.truncate(repr(got), 60)})"
+
+
+def _allowed(described: dict[str, Any]) -> list[str]:
+    """The values an argument's JSON schema lists (its ``enum``, maybe inside ``anyOf``)."""
+    found: list[str] = [str(v) for v in described.get("enum", ())]
+    for option in described.get("anyOf", ()):
+        found += _allowed(option)
+    return found
+
+
+class _WithoutHeaderValue(logging.Filter):
+    """The SDK's refusal of a request's Host or Origin, without the header's value."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = record.getMessage().split(": ", 1)[0], None
+        return True
+
+
+_WITHOUT_HEADER_VALUE = _WithoutHeaderValue()
+
+
+def _log_once() -> None:
+    """Each log line once, as healthlog's JSON line.
+
+    MCPServer calls ``logging.basicConfig``, which gives the root logger a plain handler
+    when it has none, and healthlog's lines propagate there: each would be printed a
+    second time. A root handler that drops what reaches it makes that call do nothing.
+    The SDK's own lines and uvicorn's are healthlog's JSON lines too, at WARNING and up
+    (their INFO and DEBUG lines may quote requests), or at healthlog's level if higher;
+    the SDK's refusal of a Host or Origin header says which, not the value.
+    """
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+    level = max(logging.WARNING, logging.getLogger("healthlog").getEffectiveLevel())
+    for name in ("mcp", "uvicorn"):
+        log.setup(logging.getLevelName(level), name=name)
+    logging.getLogger("mcp.server.transport_security").addFilter(_WITHOUT_HEADER_VALUE)
+
 
 def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
     """The MCPServer with every tool, over ``r``'s account and ``guard``'s views."""
-    server = MCPServer(
+    _log_once()
+    server = _Server(
         "healthlog",
         instructions=(
             "Apple Health data of one person, as received from the Health Auto Export app "
@@ -652,6 +752,41 @@ def refuse_off_loopback(http: bool, host: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def _listening(host: str, port: int) -> Iterator[socket.socket]:
+    """A socket listening on ``host``:``port``; PortTaken (exit 1) if another has it."""
+    from healthlog import launcher
+    from healthlog import serve as stack
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind((host, port))
+            sock.listen()
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise stack.port_taken("mcp", launcher.PortTaken(host, port)) from None
+            raise HealthlogError(f"--host {host}: cannot listen there ({exc.strerror})") from None
+        yield sock
+
+
+async def _serve_http(server: MCPServer[Any], sock: socket.socket, host: str, port: int) -> None:
+    """Streamable HTTP on ``sock`` until stopped, checking each request's Host and Origin."""
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+    app = server.streamable_http_app(transport_security=security, host=host)
+    # uvicorn's loggers as they are (_log_once), not its plain handlers of their own
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=None)
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
 def serve(
     r: reads.Reads,
     settings: Settings,
@@ -670,16 +805,12 @@ def serve(
         if not http:
             server.run("stdio")
             return 0
-        from mcp.server.transport_security import TransportSecuritySettings
+        with _listening(host, port) as sock:  # bound before the URL is announced
+            if on_ready is not None:
+                on_ready(f"http://{'[::1]' if ':' in host else host}:{port}/mcp")
+            import anyio
 
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-        if on_ready is not None:
-            on_ready(f"http://{'[::1]' if ':' in host else host}:{port}/mcp")
-        server.run("streamable-http", host=host, port=port, transport_security=security)
+            anyio.run(_serve_http, server, sock, host, port)
         return 0
     finally:
         guard.close()

@@ -388,11 +388,14 @@ class Reads:
         journal: Journal,
         account_id: str | None = None,
         priority: overlap.SourcePriority = overlap.DEFAULT,
+        *,
+        choose: str = "--account NAME or --token -",
     ) -> Reads:
         """The reads of an account by id, or of the journal's only account (None).
 
         Raises AccountNotFound for an unknown id or a journal without accounts, and
-        HealthlogError when there are several and none is named.
+        HealthlogError when there are several and none is named (saying to ``choose``
+        one with the options given).
         """
         if account_id is not None:
             found = journal.get_account(account_id)
@@ -403,9 +406,7 @@ class Reads:
         if not accounts:
             raise AccountNotFound("no accounts yet: `healthlog account add NAME` makes one")
         if len(accounts) > 1:
-            raise HealthlogError(
-                "this journal has several accounts: choose one with --account NAME or --token -"
-            )
+            raise HealthlogError(f"this journal has several accounts: choose one with {choose}")
         return cls(journal, accounts[0], priority)
 
     # --- names --------------------------------------------------------------------------

@@ -130,8 +130,13 @@ class PortTaken(HealthlogError):
     exit_status = 1
 
 
-#: the option that picks each child's port
-PORT_OPTIONS = {"ingest": "--port", "fold": "--fold-port", "dashboard": "--dashboard-port"}
+#: the option that picks each server's port: serve's children, and ``healthlog mcp --http``
+PORT_OPTIONS = {
+    "ingest": "--port",
+    "fold": "--fold-port",
+    "dashboard": "--dashboard-port",
+    "mcp": "--port",
+}
 
 
 def port_taken(target: str, taken: launcher.PortTaken) -> PortTaken:

@@ -8,7 +8,9 @@ walk with its route (tests/fixtures/hae/samples); each answer is compared with w
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
+import socket
 import subprocess
 import sys
 from collections import defaultdict
@@ -346,12 +348,57 @@ def test_bad_arguments_name_the_problem(sqlite_sample: Sample) -> None:
             "metric_series", metric="step_count", start="2026-03-05", end="2026-03-01"
         )
         assert "not after start" in reversed_range
-        assert "'raw'" in await s.error("metric_series", metric="step_count", resolution="year")
+        assert await s.error("metric_series", metric="step_count", resolution="year") == (
+            "Error executing tool metric_series: resolution: one of raw, minute, hour, day, "
+            "week or month (got 'year')"
+        )
         assert "ISO 8601" in await s.error("sleep_nights", start="last tuesday")
         assert "did you mean ecg" in await s.error("records", section="ecgg")
         assert "no such workout" in await s.error("workout", identity="nope")
         assert "IANA" in await s.error("catalog", time_zone="Mars/Olympus")
         assert "between 1 and 2000" in await s.error("metric_series", metric="step_count", limit=0)
+
+    session(sqlite_sample, work)
+
+
+def test_arguments_of_the_wrong_kind_are_one_plain_sentence(sqlite_sample: Sample) -> None:
+    """What the SDK's validation refuses is said like the tools' own refusals: the
+    argument, what it takes, no pydantic text nor link."""
+
+    async def work(s: Session) -> None:
+        said = {
+            ("metric_series", "resolution"): await s.error(
+                "metric_series", metric="step_count", resolution="Day"
+            ),
+            ("metric_series", "metric"): await s.error("metric_series"),
+            ("metric_series", "limit"): await s.error(
+                "metric_series", metric="step_count", limit="many"
+            ),
+            ("daily_summary", "metrics"): await s.error("daily_summary", metrics=["a"] * 13),
+            ("daily_summary", "metrics[0]"): await s.error("daily_summary", metrics=[7]),
+            ("workout", "include_route"): await s.error(
+                "workout", identity=WORKOUT_ID, include_route="maybe"
+            ),
+            ("sql", "timeout_s"): await s.error("sql", query="SELECT 1", timeout_s="soon"),
+        }
+        for (tool, argument), text in said.items():
+            assert text.startswith(f"Error executing tool {tool}: {argument}: "), text
+            for pydantic in ("pydantic", "validation error", "type=", "input_value", "\n"):
+                assert pydantic not in text, text
+        assert said[("metric_series", "resolution")].endswith(
+            "one of raw, minute, hour, day, week or month (got 'Day')"
+        )
+        assert said[("metric_series", "metric")].endswith(
+            "metric: required: a metric name from catalog, e.g. heart_rate"
+        )
+        limit = said[("metric_series", "limit")]
+        assert "a whole number: most rows, 1 to 2000 (got 'many')" in limit
+        assert "at most 12 items" in said[("daily_summary", "metrics")]
+        assert "metrics[0]: text" in said[("daily_summary", "metrics[0]")]
+        assert "true or false" in said[("workout", "include_route")]
+        assert "a number: time limit, 0.1 to 30 seconds" in said[("sql", "timeout_s")]
+        # the tools' other arguments from a list (a section, a metric) name the ones known
+        assert "known: ecg, " in await s.error("records", section="ECG")
 
     session(sqlite_sample, work)
 
@@ -467,6 +514,27 @@ def test_streamable_http_listens_on_loopback_only(sqlite_sample: Sample) -> None
     assert refused.returncode == 2 and "loopback only" in refused.stderr
 
 
+def test_a_taken_port_is_one_line_naming_port_and_exit_1(sqlite_sample: Sample) -> None:
+    with socket.socket() as other:  # another program listening on the port
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        taken = other.getsockname()[1]
+        done = subprocess.run(
+            [*HEALTHLOG, "mcp", "--account", "alice", "--http", "--port", str(taken)],
+            env=sqlite_sample.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"healthlog: port {taken} on 127.0.0.1 is taken (another healthlog serve, or "
+        "another program, listens there): --port N picks another"
+    ]  # no banner: nothing listens at the URL it would name
+    assert done.stdout == ""
+
+
 def _listening_addresses(port: int) -> set[str]:
     """The local addresses of the sockets listening on ``port`` (Linux /proc/net/tcp)."""
     found = set()
@@ -484,6 +552,56 @@ def _listening_addresses(port: int) -> set[str]:
     return found
 
 
+@pytest.mark.parametrize("level", [None, "INFO", "DEBUG"])
+def test_each_log_line_is_printed_once_as_json(sqlite_sample: Sample, level: str | None) -> None:
+    env = {k: v for k, v in sqlite_sample.env.items() if k != "HEALTHLOG_LOG_LEVEL"}
+    if level is not None:
+        env["HEALTHLOG_LOG_LEVEL"] = level
+    done = subprocess.run(
+        [*HEALTHLOG, "mcp", "--account", "alice"],
+        env=env,
+        stdin=subprocess.DEVNULL,  # the client hangs up at once: the server stops
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["mcp.started", "mcp.stopped"]
+
+
+def test_over_http_each_log_line_is_json_once_without_header_values(
+    sqlite_sample: Sample, tmp_path: Path
+) -> None:
+    port = launcher.free_port()
+    env = {**sqlite_sample.env, "HEALTHLOG_LOG_LEVEL": "DEBUG"}
+    with (tmp_path / "stderr").open("w+") as stderr:
+        process = subprocess.Popen(
+            [*HEALTHLOG, "mcp", "--account", "alice", "--http", "--port", str(port)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+        try:
+            launcher.wait_listening(process, "127.0.0.1", port)
+            rebinding = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            rebinding.request("GET", "/mcp", headers={"Host": "rebound.example"})
+            assert rebinding.getresponse().status == 421
+            rebinding.close()
+        finally:
+            launcher.stop(process)
+        stderr.seek(0)
+        lines = stderr.read().splitlines()
+    banner = f"healthlog MCP server (read-only) at  http://127.0.0.1:{port}/mcp"
+    assert banner in lines
+    logged = [json.loads(line) for line in lines if line != banner]
+    assert [(e["logger"], e["event"]) for e in logged] == [
+        ("healthlog.mcp", "mcp.started"),
+        ("mcp.server.transport_security", "Invalid Host header"),  # not the header's value
+    ]
+
+
 def test_token_from_stdin_needs_http(sqlite_sample: Sample) -> None:
     done = subprocess.run(
         [*HEALTHLOG, "mcp", "--token", "-"],
@@ -494,3 +612,35 @@ def test_token_from_stdin_needs_http(sqlite_sample: Sample) -> None:
     )
     assert done.returncode == 2 and "use --http" in done.stderr
     assert sqlite_sample.folded.alice.token not in done.stderr
+
+
+def test_with_several_accounts_the_hint_offers_what_works_in_the_mode(
+    sqlite_sample: Sample,
+) -> None:
+    stdio = subprocess.run(
+        [*HEALTHLOG, "mcp"],  # alice and bob, none chosen
+        env=sqlite_sample.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert stdio.returncode == 2
+    assert stdio.stderr.splitlines() == [
+        "healthlog: this journal has several accounts: choose one with --account NAME or "
+        "--token TOKEN"
+    ]
+    port = str(launcher.free_port())
+    http = subprocess.run(
+        [*HEALTHLOG, "mcp", "--http", "--port", port],
+        env=sqlite_sample.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert http.returncode == 2 and "--account NAME or --token -" in http.stderr
+    helped = subprocess.run(
+        [*HEALTHLOG, "mcp", "--help"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "with --http only" in " ".join(helped.stdout.split())
