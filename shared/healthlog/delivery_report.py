@@ -169,8 +169,12 @@ def retention_text(data: Mapping[str, Any]) -> str:
         lines = [f"removed {data['removed']:,} bodies of {before}"]
         if data["kept"]:
             lines.append(f"kept {data['kept']:,} that a replay made other than parsed meanwhile")
-    if data["removed_before"]:
+    if data["removed_before"] and data["dry_run"]:
         lines.append(f"removed by earlier runs: {data['removed_before']:,}")
+    elif data["removed_before"]:
+        lines.append(
+            f"also deleted {data['removed_before']:,} that an interrupted run had marked removed"
+        )
     return "\n".join(lines)
 
 

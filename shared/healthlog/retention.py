@@ -5,13 +5,16 @@ one could not, a ``failed`` one for a fix and a replay, a ``pending`` one for it
 The journal row stays, with its outcome, and the delivery's layer stays in the showcase:
 what the body brought is kept; only the bytes to fold it again are gone.
 
-The order is **mark, then delete**, page by page: the rows are marked in one
-transaction (``deliveries.body_removed_at``), then their bodies are deleted. So the
-journal never counts on a body that may be gone: a crash after the mark and before the
-delete leaves marked rows whose bodies are still there, which the next run deletes first
-(``Archive.delete`` of a missing key is no error). The other order, delete then mark,
-would leave a crash's bodies gone under rows that still say "replay me", and a replay
-would then fail them as ``missing_body``.
+The order is **mark, delete, confirm**, page by page: the rows are marked in one
+transaction (``deliveries.body_removed_at``), then their bodies are deleted, then the
+deletes are confirmed in one more (``body_deleted_at``). So the journal never counts on a
+body that may be gone: a crash after the mark and before the confirmation leaves marked
+rows whose bodies may still be there, which the next run deletes first (``Archive.delete``
+of a missing key is no error), and only those: a run's work follows what it removes, not
+everything ever removed (on a versioned bucket, each delete of a gone body would add a
+delete marker). The other order, delete then mark, would leave a crash's bodies gone
+under rows that still say "replay me", and a replay would then fail them as
+``missing_body``.
 
 A run holds the fold lock, like ``replay``: no replay reads a body while it is deleted,
 and a replay that made a delivery ``partial`` or ``failed`` meanwhile keeps its body
@@ -49,8 +52,9 @@ class RetentionReport:
     removed: int = 0
     #: due but no longer parsed when marked (a replay changed them): kept
     kept: int = 0
-    #: marked by earlier runs; their deletes are issued again (a crash may have
-    #: interrupted one), which costs nothing where the body is already gone
+    #: marked by an earlier run that did not confirm their deletes (a crash between the
+    #: mark and the confirmation): deleted now, which costs nothing where a body is gone.
+    #: A dry run counts every body marked removed before.
     removed_before: int = 0
 
     def as_dict(self) -> dict[str, object]:
@@ -78,10 +82,15 @@ def retain(
     if dry_run:
         report.removed_before = journal.count_removed_bodies()
     else:
-        # first what an interrupted run marked and may not have deleted
-        for ref in _pages(lambda after: journal.removed_bodies(after, PAGE)):
-            archive.delete(ref.archive_key)
-            report.removed_before += 1
+        # first what an interrupted run marked and may not have deleted, a page at a time,
+        # each confirmed once deleted
+        after = ZERO_CURSOR
+        while page := journal.unconfirmed_removals(after, PAGE):
+            after = page[-1].cursor
+            for ref in page:
+                archive.delete(ref.archive_key)
+            journal.confirm_bodies_deleted([ref.delivery_id for ref in page], now)
+            report.removed_before += len(page)
     after = ZERO_CURSOR
     while page := journal.retention_due(before, after, PAGE):
         after = page[-1].cursor
@@ -98,6 +107,9 @@ def retain(
                 report.removed += 1
                 if progress is not None:
                     progress(report.removed, None)
+        journal.confirm_bodies_deleted(
+            [ref.delivery_id for ref in page if ref.delivery_id in marked], now
+        )
     if report.removed:
         log.event(logger, logging.INFO, "retention.removed", bodies=report.removed)
     return report

@@ -98,9 +98,12 @@ def test_only_the_old_parsed_bodies_go_and_a_dry_run_removes_nothing(
     assert table[0].split()[-1] == "body"
     assert sorted(line.split()[-1] for line in table[1:]) == ["kept"] * 4 + ["removed"] * 2
 
+    # a run that finished leaves nothing to delete again: the next deletes nothing
     again = run(capsys, "retention", "--older-than", "90d", "--json")
-    assert (again["due"], again["removed"], again["removed_before"]) == (0, 0, 2)
+    assert (again["due"], again["removed"], again["removed_before"]) == (0, 0, 0)
     assert "removed 0 bodies" in run(capsys, "retention", "--older-than", "12w")
+    dry_again = run(capsys, "retention", "--older-than", "90d", "--dry-run")
+    assert "removed by earlier runs: 2" in dry_again
 
 
 def test_replay_after_retention_skips_the_removed_and_says_so(
@@ -144,6 +147,9 @@ def test_a_run_interrupted_between_mark_and_delete_is_finished_by_the_next(
     assert (done["removed_before"], done["removed"]) == (2, 0)
     assert not any(j.body_there(d) for d in j.old_parsed)
     assert j.body_there(j.young_parsed)
+    # finished, and confirmed: the run after deletes them no more
+    assert run(capsys, "retention", "--older-than", "90d", "--json")["removed_before"] == 0
+    assert journal.unconfirmed_removals(ZERO_CURSOR, 10) == []
 
 
 @pytest.mark.parametrize(

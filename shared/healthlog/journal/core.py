@@ -92,6 +92,8 @@ STATEMENTS = (
     "retention_due",
     "mark_body_removed",
     "removed_bodies",
+    "unconfirmed_removals",
+    "confirm_body_deleted",
     "count_removed_bodies",
     "summary_pending",
     "summary_settled",
@@ -734,6 +736,22 @@ class SqlJournal:
         params.update(received_at=to_text(after.received_at), id=after.id, limit=limit)
         sql = self._sql.render("removed_bodies", **{"and": where})
         return [_body_ref(row) for row in self._fetch(sql, params)]
+
+    def unconfirmed_removals(self, after: Cursor, limit: int) -> list[BodyRef]:
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        params = {"received_at": to_text(after.received_at), "id": after.id, "limit": limit}
+        return [_body_ref(row) for row in self._fetch(self._sql["unconfirmed_removals"], params)]
+
+    def confirm_bodies_deleted(self, delivery_ids: Sequence[str], at: datetime) -> None:
+        sql = self._sql["confirm_body_deleted"]
+        when = to_text(at)
+
+        def work(conn: Connection) -> None:
+            for delivery_id in delivery_ids:
+                conn.execute(sql, {"id": delivery_id, "at": when})
+
+        self._write(work)
 
     def count_removed_bodies(self, account_id: str | None = None) -> int:
         where, params = self._filters(account_id=account_id)

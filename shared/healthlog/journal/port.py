@@ -297,6 +297,15 @@ class Journal(Protocol):
     ) -> list[BodyRef]:
         """Up to ``limit`` deliveries whose body is marked removed, after ``after``."""
 
+    def unconfirmed_removals(self, after: Cursor, limit: int) -> list[BodyRef]:
+        """Up to ``limit`` deliveries whose body is marked removed and not confirmed
+        deleted (``confirm_bodies_deleted``), after ``after``: what a crash between the
+        mark and the delete left, for the next run to delete."""
+
+    def confirm_bodies_deleted(self, delivery_ids: Sequence[str], at: datetime) -> None:
+        """Record, in one transaction, that the archive deleted these marked bodies: later
+        runs delete them no more. An unmarked or confirmed delivery is left as it is."""
+
     def count_removed_bodies(self, account_id: str | None = None) -> int:
         """How many deliveries' bodies are marked removed."""
 

@@ -158,6 +158,20 @@ WHERE body_removed_at IS NOT NULL AND (received_at, id) > (:received_at, :id) /*
 ORDER BY received_at, id
 LIMIT :limit
 
+-- unconfirmed_removals --
+-- A page of the bodies retention marked removed and has not seen deleted yet (what a
+-- crash between the mark and the delete left), after a cursor.
+SELECT id, archive_key, received_at FROM deliveries
+WHERE body_removed_at IS NOT NULL AND body_deleted_at IS NULL
+  AND (received_at, id) > (:received_at, :id)
+ORDER BY received_at, id
+LIMIT :limit
+
+-- confirm_body_deleted --
+-- The archive deleted a marked body: later runs need not delete it again.
+UPDATE deliveries SET body_deleted_at = :at
+WHERE id = :id AND body_removed_at IS NOT NULL AND body_deleted_at IS NULL
+
 -- count_removed_bodies --
 -- How many deliveries' bodies retention removed.
 SELECT count(*) FROM deliveries WHERE body_removed_at IS NOT NULL /*and*/
