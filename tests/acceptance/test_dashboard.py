@@ -144,6 +144,42 @@ def test_the_metric_chart_draws_the_folded_points_and_zooms_finer(
     print(f"screenshot of the zoomed chart: {tmp_path / 'metric-zoomed.png'}")
 
 
+#: the pages that draw charts
+CHART_PAGES = ("metric", "metric-discrete", "sleep", "workout", "records")
+#: plotly's buttons and links that send a chart to plotly's cloud (Chart Studio)
+OFF_MACHINE = ("share", "cloud", "chart studio", "edit in", "plotly")
+
+
+def test_no_chart_offers_a_button_or_link_off_the_machine(driver: Any, site: Site) -> None:
+    """No "Share chart..." (it posts the chart's data to cloud.plotly.com), no plotly logo
+    link, no link to another host; every plot drawn with the pages' one config."""
+    own = urlsplit(site.url).netloc
+    for name in CHART_PAGES:
+        path = PAGES[name]
+        visit(driver, site.url, path, None, "")
+        found = driver.execute_script(
+            "const plots = [...document.querySelectorAll('.js-plotly-plot')];"
+            "return {"
+            " config: HL.plotConfig,"
+            " contexts: plots.map(p => Object.fromEntries("
+            "   Object.keys(HL.plotConfig).map(k => [k, p._context[k]]))),"
+            " buttons: [...document.querySelectorAll('.modebar-btn')]"
+            "   .map(b => [b.getAttribute('data-title') || '', b.getAttribute('href')]),"
+            " links: [...document.querySelectorAll('a[href]')].map(a => a.href)};"
+        )
+        assert found["contexts"], f"{path}: no chart drawn"
+        assert all(c == found["config"] for c in found["contexts"]), (path, found["contexts"])
+        titles = [title for title, _ in found["buttons"]]
+        assert "Download plot as a PNG" in titles, (path, titles)  # the mode bar is there
+        leaving = [t for t in titles if any(word in t.lower() for word in OFF_MACHINE)]
+        assert not leaving, f"{path}: mode-bar buttons that leave the machine: {leaving}"
+        hrefs = [h for _, h in found["buttons"] if h] + found["links"]
+        foreign = [h for h in hrefs if not _own(h, own)]
+        assert not foreign, f"{path} links to other hosts: {foreign}"
+        assert found["config"].get("showSendToCloud") is False
+        assert found["config"].get("displaylogo") is False
+
+
 def test_a_discrete_metric_is_an_average_with_its_band(driver: Any, site: Site) -> None:
     visit(driver, site.url, "/metrics/resting_heart_rate", None, "")
     traces = driver.execute_script(
