@@ -724,7 +724,6 @@ def deliveries(
 ) -> None:
     """List the deliveries, newest first."""
     from healthlog import delivery_report, store
-    from healthlog.retention import removed_ids
 
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
@@ -735,11 +734,10 @@ def deliveries(
             limit=limit,
             newest_first=True,
         )
-        removed = frozenset(removed_ids(opened.journal, account_id))
     emit(
         as_json,
-        [delivery_report.delivery_dict(d, d.id in removed) for d in rows],
-        delivery_report.deliveries_text(rows, removed),
+        [delivery_report.delivery_dict(d) for d in rows],
+        delivery_report.deliveries_text(rows),
     )
 
 

@@ -19,7 +19,11 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from healthlog.archive.local import LocalArchive
+from healthlog.journal.sqlite import SqliteJournal
 from healthlog.launcher import free_port
+from healthlog.model import ParseStatus
+from healthlog.retention import retain
 
 from tests import browser
 from tests.dashboard_data import BOB_SOURCE, BOB_STEPS, GAP, WORKOUT_ID, Folded, build
@@ -220,6 +224,50 @@ def test_the_coverage_calendar_shows_the_gap(driver: Any, site: Site) -> None:
     chart = driver.find_element("id", "chart")
     assert chart.get_attribute("data-resolution") == "minute"
     assert not browser.console_errors(driver)
+
+
+def test_a_body_retention_removed_is_said_so_not_offered(
+    driver: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """After `healthlog retention`, the delivery's page says when the body was removed
+    (no download link), the API reports it, and the body's URL is a 410 saying why."""
+    folder = tmp_path_factory.mktemp("dashboard-retained")
+    folded = build(folder)
+    journal = SqliteJournal(str(folder / "journal.db"))
+    try:  # every parsed body: each was received before now
+        report = retain(journal, LocalArchive(folder / "archive"), timedelta(0))
+        parsed = {d.id: d.body_removed_at for d in journal.deliveries(status=ParseStatus.PARSED)}
+    finally:
+        journal.close()
+    assert report.removed == len(parsed) > 0
+    removed_id = folded.delivery_ids[0]  # alice's steps: parsed, its body gone
+    assert folded.failed_id not in parsed
+    removed_at = parsed[removed_id]
+    assert removed_at is not None
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with browser.dashboard(folder, port, "--account", "alice"):
+        one = requests.get(f"{url}/api/deliveries/{removed_id}", timeout=30).json()
+        assert one["body_url"] is None
+        assert one["body_removed_at"] == removed_at.isoformat()
+        day = removed_at.date().isoformat()
+        gone = requests.get(f"{url}/api/deliveries/{removed_id}/body", timeout=30)
+        assert gone.status_code == 410
+        assert "retention removed" in gone.json()["error"] and day in gone.json()["error"]
+        listed = requests.get(f"{url}/api/deliveries", timeout=30).json()["deliveries"]
+        alices = set(parsed) - {folded.bob_delivery_id}
+        assert {d["id"] for d in listed if d["body_removed_at"]} == alices
+
+        assert visit(driver, url, f"/deliveries/{removed_id}", None, "") == "yes"
+        text = driver.find_element("id", "body-removed").text
+        assert "Removed by healthlog retention on " + day in text
+        assert not driver.find_elements("id", "body")
+        assert "Download the body" not in driver.find_element("id", "content").text
+        # a body retention keeps (a failed delivery's) is still offered, and downloads
+        assert visit(driver, url, f"/deliveries/{folded.failed_id}", None, "") == "yes"
+        link = driver.find_element("id", "body").get_attribute("href")
+        assert requests.get(link, timeout=30).content == b'{"data": not json}'
+        assert not driver.find_elements("id", "body-removed")
 
 
 def test_an_unknown_metric_is_a_readable_404_page(driver: Any, site: Site) -> None:
