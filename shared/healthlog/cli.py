@@ -452,6 +452,10 @@ def serve(
                 click.echo(f"the dashboard (read-only) is at    {url}")
                 if options.dashboard_host not in ("127.0.0.1", "::1", "localhost"):
                     click.echo("  (it asks for an account's token and shows only that account)")
+                from healthlog.dashboard.app import plotly_missing
+
+                if (missing := plotly_missing()) is not None:
+                    click.echo(f"  ({missing})")
             else:
                 click.echo(
                     f"the dashboard did not start (port {options.dashboard_port} taken?); "
@@ -510,6 +514,7 @@ def dashboard(
     from healthlog import store
     from healthlog.dashboard import DashboardOptions, create_app
     from healthlog.dashboard import server as dashboard_server
+    from healthlog.dashboard.app import plotly_missing
 
     settings = obtain_settings()
     with store.opened(settings, "read", archive=True) as opened:
@@ -536,6 +541,8 @@ def dashboard(
                 click.echo("sign in with an account's token; it shows only that account's data")
             if not dashboard_server.is_loopback(host):
                 click.echo("plain HTTP: put it behind TLS (a reverse proxy) or a VPN")
+            if (missing := plotly_missing()) is not None:
+                click.echo(missing)
             sys.stdout.flush()
 
         try:

@@ -270,6 +270,32 @@ def test_a_body_retention_removed_is_said_so_not_offered(
         assert not driver.find_elements("id", "body-removed")
 
 
+def test_without_the_dashboard_extra_it_says_what_to_install(
+    driver: Any, data: tuple[Folded, Path]
+) -> None:
+    """plotly not importable (installed without the extra): the banner names the extra,
+    plotly.js is a 503 saying it, a chart page says it, the other pages draw."""
+    folder = data[1]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    advice = "pip install 'healthlog[dashboard]'"
+    with browser.dashboard(folder, port, "--account", "alice", without=("plotly",)):
+        script = requests.get(url + "/static/vendor/plotly.min.js", timeout=30)
+        assert script.status_code == 503, script.text
+        assert script.headers["Content-Type"].startswith("text/plain")
+        assert advice in script.text and "Traceback" not in script.text
+        browser.console_errors(driver)
+        driver.get(url + "/metrics/step_count")
+        assert browser.wait_ready(driver) == "error"
+        assert advice in driver.find_element("id", "message").text
+        assert not browser.console_errors(driver)  # the page does not ask for plotly.js
+        assert visit(driver, url, "/deliveries", None, "") == "yes"
+    log = (folder / f"dashboard-{port}.log").read_text()
+    told = [line for line in log.splitlines() if advice in line]
+    assert len(told) == 1 and told[0].startswith("healthlog dashboard needs"), log
+    assert "dashboard.failed" not in log and "ImportError" not in log, log
+
+
 def test_an_unknown_metric_is_a_readable_404_page(driver: Any, site: Site) -> None:
     driver.get(site.url + "/metrics/step_cuont")
     assert "step_count" in driver.find_element("tag name", "main").text

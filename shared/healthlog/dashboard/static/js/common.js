@@ -172,6 +172,13 @@ const HL = (() => {
         document.body.dataset.ready = "error";
         return;
       }
+      // installed without the dashboard extra: say what to install, not "Plotly is not defined"
+      const chartsMissing = data("chartsMissing");
+      if (chartsMissing && typeof Plotly === "undefined") {
+        fail(new Error(chartsMissing));
+        document.body.dataset.ready = "error";
+        return;
+      }
       try {
         await draw();
         document.body.dataset.ready = "yes"; // drawn: what the browser tests wait for
