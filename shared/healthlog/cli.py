@@ -550,10 +550,7 @@ def dashboard(
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 raise
-            raise stack.PortTaken(
-                f"port {port} on {host} is taken (another program listens there): "
-                "--port N picks another"
-            ) from None
+            raise stack.port_taken_at(host, port, "--port") from None
 
 
 @cli.command()
