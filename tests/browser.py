@@ -118,9 +118,19 @@ def requests_made(driver: Any) -> list[str]:
     return urls
 
 
+#: ``healthlog`` with modules made unimportable (None in sys.modules), as if not installed
+WITHOUT = (
+    "import sys; sys.modules.update(dict.fromkeys(sys.argv.pop(1).split(',')));"
+    " from healthlog.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
 @contextmanager
-def dashboard(folder: Path, port: int, *args: str) -> Iterator[subprocess.Popen[bytes]]:
-    """``healthlog dashboard`` on 127.0.0.1:port over the journal and archive in ``folder``."""
+def dashboard(
+    folder: Path, port: int, *args: str, without: tuple[str, ...] = ()
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``healthlog dashboard`` on 127.0.0.1:port over the journal and archive in ``folder``
+    (its output in ``folder/dashboard-<port>.log``); ``without``: modules it cannot import."""
     from healthlog import launcher
 
     env = launcher.clean_env(
@@ -131,8 +141,11 @@ def dashboard(folder: Path, port: int, *args: str) -> Iterator[subprocess.Popen[
         }
     )
     log = (folder / f"dashboard-{port}.log").open("wb")
+    command = [str(BIN / "healthlog")]
+    if without:
+        command = [sys.executable, "-c", WITHOUT, ",".join(without)]
     process = subprocess.Popen(
-        [str(BIN / "healthlog"), "dashboard", "--port", str(port), *args],
+        [*command, "dashboard", "--port", str(port), *args],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=log,

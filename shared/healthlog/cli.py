@@ -458,6 +458,10 @@ def serve(
                 click.echo(f"the dashboard (read-only) is at    {url}")
                 if options.dashboard_host not in ("127.0.0.1", "::1", "localhost"):
                     click.echo("  (it asks for an account's token and shows only that account)")
+                from healthlog.dashboard.app import plotly_missing
+
+                if (missing := plotly_missing()) is not None:
+                    click.echo(f"  ({missing})")
             else:
                 click.echo(
                     f"the dashboard did not start (port {options.dashboard_port} taken?); "
@@ -525,6 +529,7 @@ def dashboard(
     from healthlog import store
     from healthlog.dashboard import DashboardOptions, create_app
     from healthlog.dashboard import server as dashboard_server
+    from healthlog.dashboard.app import plotly_missing
 
     settings = obtain_settings()
     with store.opened(settings, "read", archive=True) as opened:
@@ -551,6 +556,8 @@ def dashboard(
                 click.echo("sign in with an account's token; it shows only that account's data")
             if not dashboard_server.is_loopback(host):
                 click.echo("plain HTTP: put it behind TLS (a reverse proxy) or a VPN")
+            if (missing := plotly_missing()) is not None:
+                click.echo(missing)
             sys.stdout.flush()
 
         try:
@@ -558,10 +565,7 @@ def dashboard(
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 raise
-            raise stack.PortTaken(
-                f"port {port} on {host} is taken (another program listens there): "
-                "--port N picks another"
-            ) from None
+            raise stack.port_taken_at(host, port, "--port") from None
 
 
 @cli.command()
@@ -748,7 +752,6 @@ def deliveries(
 ) -> None:
     """List the deliveries, newest first."""
     from healthlog import delivery_report, store
-    from healthlog.retention import removed_ids
 
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
@@ -759,11 +762,10 @@ def deliveries(
             limit=limit,
             newest_first=True,
         )
-        removed = frozenset(removed_ids(opened.journal, account_id))
     emit(
         as_json,
-        [delivery_report.delivery_dict(d, d.id in removed) for d in rows],
-        delivery_report.deliveries_text(rows, removed),
+        [delivery_report.delivery_dict(d) for d in rows],
+        delivery_report.deliveries_text(rows),
     )
 
 

@@ -77,7 +77,7 @@ def status_text(summary: Summary, bodies_removed: int = 0) -> str:
     return "\n".join(lines)
 
 
-def delivery_dict(d: Delivery, body_removed: bool = False) -> dict[str, Any]:
+def delivery_dict(d: Delivery) -> dict[str, Any]:
     return {
         "id": d.id,
         "account_id": d.account_id,
@@ -89,7 +89,7 @@ def delivery_dict(d: Delivery, body_removed: bool = False) -> dict[str, Any]:
         "uncovered": list(d.uncovered),
         "failure": d.failure,
         "attempts": d.attempts,
-        "body_removed": body_removed,
+        "body_removed": d.body_removed_at is not None,
     }
 
 
@@ -98,9 +98,9 @@ _HEAD = (
 )  # fmt: skip
 
 
-def deliveries_text(rows: Sequence[Delivery], removed: frozenset[str] = frozenset()) -> str:
+def deliveries_text(rows: Sequence[Delivery]) -> str:
     """A table with a header: one delivery a line, newest first as given; ``body`` says
-    ``removed`` for those whose bodies retention removed (``removed`` holds their ids)."""
+    ``removed`` for those whose bodies retention removed (``body_removed_at``)."""
     if not rows:
         return "no deliveries"
     table = [
@@ -113,7 +113,7 @@ def deliveries_text(rows: Sequence[Delivery], removed: frozenset[str] = frozense
             f"{d.records:,}",
             shown(",".join(d.uncovered)) or "-",
             d.failure or "-",
-            "removed" if d.id in removed else "kept",
+            "kept" if d.body_removed_at is None else "removed",
         )
         for d in rows
     ]

@@ -16,6 +16,13 @@ Two families matter to the fold (see ``healthlog.fold.classify``):
 from __future__ import annotations
 
 
+def needs_extra(command: str, extra: str, purpose: str = "") -> str:
+    """What to say when an optional extra is not installed: ``healthlog mcp needs the
+    extra: pip install 'healthlog[mcp]'`` (``purpose``, if given, after "the extra")."""
+    for_what = f" {purpose}" if purpose else ""
+    return f"{command} needs the extra{for_what}: pip install 'healthlog[{extra}]'"
+
+
 class HealthlogError(Exception):
     """healthlog failed."""
 

@@ -35,7 +35,7 @@ from pydantic_core import ErrorDetails
 
 from healthlog import coverage_report, log, reads, sql_guard
 from healthlog.config import Settings
-from healthlog.errors import HealthlogError
+from healthlog.errors import HealthlogError, needs_extra
 from healthlog.journal import migrate
 from healthlog.journal.port import Journal
 from healthlog.journal.rows import from_text
@@ -45,7 +45,7 @@ try:
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 except ImportError:  # the tools' annotations need them at import
-    raise HealthlogError("healthlog mcp needs the extra: pip install 'healthlog[mcp]'") from None
+    raise HealthlogError(needs_extra("healthlog mcp", "mcp")) from None
 
 logger = logging.getLogger("healthlog.mcp")
 

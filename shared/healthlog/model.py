@@ -90,6 +90,8 @@ class Delivery:
     fold_state: str | None = None
     #: the records (workouts, ECGs, ...) it brought, beside its ``points``
     records: int = 0
+    #: when ``healthlog retention`` removed its archived body (None: the body is kept)
+    body_removed_at: datetime | None = None
 
     @property
     def cursor(self) -> Cursor:

@@ -140,9 +140,14 @@ PORT_OPTIONS = {
 
 
 def port_taken(target: str, taken: launcher.PortTaken) -> PortTaken:
+    return port_taken_at(taken.host, taken.port, PORT_OPTIONS[target])
+
+
+def port_taken_at(host: str, port: int, option: str) -> PortTaken:
+    """The one line serve and ``healthlog dashboard`` say of a taken port (exit 1)."""
     return PortTaken(
-        f"port {taken.port} on {taken.host} is taken (another healthlog serve, or another "
-        f"program, listens there): {PORT_OPTIONS[target]} N picks another"
+        f"port {port} on {host} is taken (another healthlog serve, or another "
+        f"program, listens there): {option} N picks another"
     )
 
 

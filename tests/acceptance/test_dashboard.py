@@ -19,7 +19,11 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from healthlog.archive.local import LocalArchive
+from healthlog.journal.sqlite import SqliteJournal
 from healthlog.launcher import free_port
+from healthlog.model import ParseStatus
+from healthlog.retention import retain
 
 from tests import browser
 from tests.dashboard_data import BOB_SOURCE, BOB_STEPS, GAP, WORKOUT_ID, Folded, build
@@ -144,6 +148,42 @@ def test_the_metric_chart_draws_the_folded_points_and_zooms_finer(
     print(f"screenshot of the zoomed chart: {tmp_path / 'metric-zoomed.png'}")
 
 
+#: the pages that draw charts
+CHART_PAGES = ("metric", "metric-discrete", "sleep", "workout", "records")
+#: plotly's buttons and links that send a chart to plotly's cloud (Chart Studio)
+OFF_MACHINE = ("share", "cloud", "chart studio", "edit in", "plotly")
+
+
+def test_no_chart_offers_a_button_or_link_off_the_machine(driver: Any, site: Site) -> None:
+    """No "Share chart..." (it posts the chart's data to cloud.plotly.com), no plotly logo
+    link, no link to another host; every plot drawn with the pages' one config."""
+    own = urlsplit(site.url).netloc
+    for name in CHART_PAGES:
+        path = PAGES[name]
+        visit(driver, site.url, path, None, "")
+        found = driver.execute_script(
+            "const plots = [...document.querySelectorAll('.js-plotly-plot')];"
+            "return {"
+            " config: HL.plotConfig,"
+            " contexts: plots.map(p => Object.fromEntries("
+            "   Object.keys(HL.plotConfig).map(k => [k, p._context[k]]))),"
+            " buttons: [...document.querySelectorAll('.modebar-btn')]"
+            "   .map(b => [b.getAttribute('data-title') || '', b.getAttribute('href')]),"
+            " links: [...document.querySelectorAll('a[href]')].map(a => a.href)};"
+        )
+        assert found["contexts"], f"{path}: no chart drawn"
+        assert all(c == found["config"] for c in found["contexts"]), (path, found["contexts"])
+        titles = [title for title, _ in found["buttons"]]
+        assert "Download plot as a PNG" in titles, (path, titles)  # the mode bar is there
+        leaving = [t for t in titles if any(word in t.lower() for word in OFF_MACHINE)]
+        assert not leaving, f"{path}: mode-bar buttons that leave the machine: {leaving}"
+        hrefs = [h for _, h in found["buttons"] if h] + found["links"]
+        foreign = [h for h in hrefs if not _own(h, own)]
+        assert not foreign, f"{path} links to other hosts: {foreign}"
+        assert found["config"].get("showSendToCloud") is False
+        assert found["config"].get("displaylogo") is False
+
+
 def test_a_discrete_metric_is_an_average_with_its_band(driver: Any, site: Site) -> None:
     visit(driver, site.url, "/metrics/resting_heart_rate", None, "")
     traces = driver.execute_script(
@@ -184,6 +224,76 @@ def test_the_coverage_calendar_shows_the_gap(driver: Any, site: Site) -> None:
     chart = driver.find_element("id", "chart")
     assert chart.get_attribute("data-resolution") == "minute"
     assert not browser.console_errors(driver)
+
+
+def test_a_body_retention_removed_is_said_so_not_offered(
+    driver: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """After `healthlog retention`, the delivery's page says when the body was removed
+    (no download link), the API reports it, and the body's URL is a 410 saying why."""
+    folder = tmp_path_factory.mktemp("dashboard-retained")
+    folded = build(folder)
+    journal = SqliteJournal(str(folder / "journal.db"))
+    try:  # every parsed body: each was received before now
+        report = retain(journal, LocalArchive(folder / "archive"), timedelta(0))
+        parsed = {d.id: d.body_removed_at for d in journal.deliveries(status=ParseStatus.PARSED)}
+    finally:
+        journal.close()
+    assert report.removed == len(parsed) > 0
+    removed_id = folded.delivery_ids[0]  # alice's steps: parsed, its body gone
+    assert folded.failed_id not in parsed
+    removed_at = parsed[removed_id]
+    assert removed_at is not None
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with browser.dashboard(folder, port, "--account", "alice"):
+        one = requests.get(f"{url}/api/deliveries/{removed_id}", timeout=30).json()
+        assert one["body_url"] is None
+        assert one["body_removed_at"] == removed_at.isoformat()
+        day = removed_at.date().isoformat()
+        gone = requests.get(f"{url}/api/deliveries/{removed_id}/body", timeout=30)
+        assert gone.status_code == 410
+        assert "retention removed" in gone.json()["error"] and day in gone.json()["error"]
+        listed = requests.get(f"{url}/api/deliveries", timeout=30).json()["deliveries"]
+        alices = set(parsed) - {folded.bob_delivery_id}
+        assert {d["id"] for d in listed if d["body_removed_at"]} == alices
+
+        assert visit(driver, url, f"/deliveries/{removed_id}", None, "") == "yes"
+        text = driver.find_element("id", "body-removed").text
+        assert "Removed by healthlog retention on " + day in text
+        assert not driver.find_elements("id", "body")
+        assert "Download the body" not in driver.find_element("id", "content").text
+        # a body retention keeps (a failed delivery's) is still offered, and downloads
+        assert visit(driver, url, f"/deliveries/{folded.failed_id}", None, "") == "yes"
+        link = driver.find_element("id", "body").get_attribute("href")
+        assert requests.get(link, timeout=30).content == b'{"data": not json}'
+        assert not driver.find_elements("id", "body-removed")
+
+
+def test_without_the_dashboard_extra_it_says_what_to_install(
+    driver: Any, data: tuple[Folded, Path]
+) -> None:
+    """plotly not importable (installed without the extra): the banner names the extra,
+    plotly.js is a 503 saying it, a chart page says it, the other pages draw."""
+    folder = data[1]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    advice = "pip install 'healthlog[dashboard]'"
+    with browser.dashboard(folder, port, "--account", "alice", without=("plotly",)):
+        script = requests.get(url + "/static/vendor/plotly.min.js", timeout=30)
+        assert script.status_code == 503, script.text
+        assert script.headers["Content-Type"].startswith("text/plain")
+        assert advice in script.text and "Traceback" not in script.text
+        browser.console_errors(driver)
+        driver.get(url + "/metrics/step_count")
+        assert browser.wait_ready(driver) == "error"
+        assert advice in driver.find_element("id", "message").text
+        assert not browser.console_errors(driver)  # the page does not ask for plotly.js
+        assert visit(driver, url, "/deliveries", None, "") == "yes"
+    log = (folder / f"dashboard-{port}.log").read_text()
+    told = [line for line in log.splitlines() if advice in line]
+    assert len(told) == 1 and told[0].startswith("healthlog dashboard needs"), log
+    assert "dashboard.failed" not in log and "ImportError" not in log, log
 
 
 def test_an_unknown_metric_is_a_readable_404_page(driver: Any, site: Site) -> None:

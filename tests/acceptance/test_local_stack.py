@@ -248,3 +248,35 @@ def test_on_a_terminal_the_first_token_is_shown_and_no_token_file_is_written(
 
     assert b"Authorization: Bearer hl_" in seen, seen.decode(errors="replace")
     assert not list(tmp_path.rglob("first-token"))
+
+
+def test_without_the_dashboard_extra_the_banner_says_what_to_install(tmp_path: Path) -> None:
+    """serve with plotly unimportable (``pip install .``, no extras): one banner line
+    names the extra, as `healthlog dashboard` says it (tests/acceptance/test_dashboard.py)."""
+    from tests.browser import WITHOUT
+
+    ports = [str(free_port()) for _ in range(3)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHLOG_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    process = subprocess.Popen(
+        [sys.executable, "-c", WITHOUT, "plotly", "serve", "--port", ports[0],
+         "--fold-port", ports[1], "--tick", "3600", "--dashboard-port", ports[2]],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    banner = []
+    try:  # the banner ends with where the first token is
+        for line in process.stdout:
+            banner.append(line.rstrip("\n"))
+            if line.startswith("The first account's token is in "):
+                break
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+    told = [line for line in banner if "pip install 'healthlog[dashboard]'" in line]
+    assert told == [
+        "  (healthlog dashboard needs the extra for its charts (plotly.js): "
+        "pip install 'healthlog[dashboard]')"
+    ], banner
+    assert any(line.startswith("the dashboard (read-only) is at") for line in banner), banner

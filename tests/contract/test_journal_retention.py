@@ -85,6 +85,10 @@ def test_a_mark_takes_only_parsed_unmarked_rows_and_they_are_due_no_more(
     # the row keeps its outcome: the mark is about the body only
     stored = journal.get_delivery(alice[0].id)
     assert stored is not None and stored.status is ParseStatus.PARSED
+    # and says when: the first mark's time (the dashboard shows it), in both reads
+    assert stored.body_removed_at == T0 + 30 * DAY
+    listed = {d.id: d.body_removed_at for d in journal.deliveries()}
+    assert listed == {**{d.id: T0 + 30 * DAY for d in (*alice, bob)}, broken.id: None}
 
 
 def test_a_mark_is_unconfirmed_until_its_delete_is_confirmed(seed: Seed, journal: Journal) -> None:

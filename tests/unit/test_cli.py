@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -370,3 +371,21 @@ def test_status_names_the_crashed_deliveries_and_replay_refolds_that_class_alone
     assert (report["selected"], report["parsed"]) == (1, 1)
     statuses = {d["id"]: d["status"] for d in run(capsys, "deliveries", "--json")}
     assert statuses == {crashed: "parsed", slow: "failed"}
+
+
+def test_dashboard_on_a_taken_port_says_one_line_as_serve_does_and_exits_1(
+    env: Path, capsys: Any
+) -> None:
+    """Not werkzeug's "Address already in use" text: serve's line, naming --port."""
+    phone_for(env)
+    with socket.socket() as other:  # another program listening on the port
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        taken = other.getsockname()[1]
+        assert cli.main(["dashboard", "--port", str(taken)]) == 1
+    captured = capsys.readouterr()
+    assert "healthlog dashboard" not in captured.out  # no banner: it never listened
+    assert captured.err.splitlines() == [
+        f"healthlog: port {taken} on 127.0.0.1 is taken (another healthlog serve, or "
+        "another program, listens there): --port N picks another"
+    ]

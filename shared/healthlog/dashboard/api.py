@@ -312,6 +312,8 @@ def delivery_dict(d: Delivery, *, full: bool = False) -> dict[str, Any]:
         "records": d.records,
         "uncovered": list(d.uncovered),
         "failure": d.failure,
+        # when retention removed the body: then there is nothing to download
+        "body_removed_at": d.body_removed_at.isoformat() if d.body_removed_at else None,
     }
     if full:
         out |= {
@@ -319,9 +321,17 @@ def delivery_dict(d: Delivery, *, full: bool = False) -> dict[str, Any]:
             "attempts": d.attempts,
             "folded_at": d.folded_at.isoformat() if d.folded_at else None,
             "headers": dict(d.headers),
-            "body_url": f"/api/deliveries/{d.id}/body",
+            "body_url": None if d.body_removed_at else f"/api/deliveries/{d.id}/body",
         }
     return out
+
+
+def body_removed_text(removed: datetime) -> str:
+    """What the dashboard says of a body retention removed (the page says it too)."""
+    return (
+        f"healthlog retention removed this delivery's body from the archive on "
+        f"{removed:%Y-%m-%d} (UTC); what its fold wrote stays"
+    )
 
 
 @api.get("/deliveries")
@@ -365,6 +375,8 @@ def delivery_body(delivery_id: str) -> Any:
     gigabytes, which must not be read into memory (S3: a private temporary copy).
     """
     d = _reads().delivery(delivery_id)
+    if d.body_removed_at is not None:
+        raise DashboardError(410, body_removed_text(d.body_removed_at))
     archive = _archive()
     try:
         size = archive.size(d.archive_key)

@@ -15,6 +15,7 @@ The account a request sees:
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 import secrets
 import time
@@ -29,6 +30,7 @@ from werkzeug.exceptions import HTTPException
 
 from healthlog import log, overlap, reads, tokens
 from healthlog.archive.port import Archive
+from healthlog.errors import needs_extra
 from healthlog.journal.port import Journal
 from healthlog.model import Account
 
@@ -57,6 +59,19 @@ class DashboardOptions:
 
 #: the pages that draw charts, and so load plotly.js
 CHART_PAGES = frozenset({"metric", "records", "sleep", "workout"})
+
+#: what the dashboard says (at start, on its chart pages, for plotly.js) without plotly
+PLOTLY_MISSING = needs_extra("healthlog dashboard", "dashboard", "for its charts (plotly.js)")
+
+
+def plotly_missing() -> str | None:
+    """``PLOTLY_MISSING`` when the plotly package, which ships plotly.js, cannot be
+    imported (installed without the ``dashboard`` extra); None when it can."""
+    try:
+        found = importlib.util.find_spec("plotly")
+    except (ImportError, ValueError):
+        found = None
+    return PLOTLY_MISSING if found is None else None
 
 
 class DashboardError(Exception):
@@ -232,13 +247,18 @@ def create_app(
         if check is not None and (found := page_reads()) is not None:
             check(found)
         # one template for every page: its own JS (js/<page>.js) draws it from the API
+        charts = name in CHART_PAGES
+        if charts and (missing := plotly_missing()) is not None:
+            # no plotly.js to load: the page says what to install, not "Plotly?"
+            data = {**data, "charts-missing": missing}
+            charts = False
         return render_template(
             "page.html",
             page=name,
             title=title,
             data=data,
             sign_in=options.require_sign_in,
-            charts=name in CHART_PAGES,
+            charts=charts,
         )
 
     def page_reads() -> reads.Reads | None:
@@ -293,8 +313,12 @@ def create_app(
 
     @app.get("/static/vendor/plotly.min.js")
     def plotly_js() -> Any:
+        try:
+            script = _plotly_js()
+        except ImportError:  # installed without the extra: say what to install, not a 500
+            return Response(PLOTLY_MISSING + "\n", status=503, mimetype="text/plain")
         return Response(
-            _plotly_js(), mimetype="text/javascript", headers={"Cache-Control": "max-age=86400"}
+            script, mimetype="text/javascript", headers={"Cache-Control": "max-age=86400"}
         )
 
     from healthlog.dashboard.api import api

@@ -16,11 +16,12 @@ from __future__ import annotations
 import ipaddress
 import logging
 import signal
+import socket
 import threading
 from typing import Any
 
 from flask import Flask
-from werkzeug.serving import WSGIRequestHandler, make_server
+from werkzeug.serving import LISTEN_QUEUE, WSGIRequestHandler, make_server
 
 from healthlog import log
 
@@ -46,9 +47,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``; OSError (EADDRINUSE: taken) if it cannot.
+
+    Bound here, not by werkzeug: werkzeug prints its own "Address already in use" text
+    and exits, where the command says one line of its own naming ``--port``."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as werkzeug picks it
+    return socket.create_server((host, port), family=family, backlog=LISTEN_QUEUE)
+
+
 def serve(app: Flask, host: str, port: int, on_ready: Any = None) -> int:
-    """Serve ``app`` on ``host:port`` until SIGTERM or SIGINT; 0 when stopped so."""
-    server = make_server(host, port, app, threaded=True, request_handler=QuietHandler)
+    """Serve ``app`` on ``host:port`` until SIGTERM or SIGINT; 0 when stopped so.
+
+    OSError (errno EADDRINUSE when the port is taken) if it cannot listen there."""
+    with listen(host, port) as bound:
+        # werkzeug serves a duplicate of the descriptor: this one is closed at once
+        server = make_server(
+            host, port, app, threaded=True, request_handler=QuietHandler, fd=bound.fileno()
+        )
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -59,9 +75,9 @@ def serve(app: Flask, host: str, port: int, on_ready: Any = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    log.event(logger, logging.INFO, "dashboard.started", port=server.server_port)
+    log.event(logger, logging.INFO, "dashboard.started", port=server.port)
     if on_ready is not None:
-        on_ready(server.server_port)
+        on_ready(server.port)
     try:
         server.serve_forever()
     finally:

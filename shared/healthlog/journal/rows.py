@@ -116,7 +116,8 @@ def account(row: Sequence[Any]) -> Account:
 def delivery(row: Sequence[Any]) -> Delivery:
     """A delivery from the columns of the ``get_delivery`` statement."""
     (id_, account_id, received_at, archive_key, size, content_type, status, uncovered) = row[:8]
-    points, attempts, failure, folded_at, headers, fold_position, fold_state, records = row[8:]
+    points, attempts, failure, folded_at, headers, fold_position, fold_state, records = row[8:16]
+    body_removed_at = row[16]
     return Delivery(
         id=id_,
         account_id=account_id,
@@ -134,6 +135,7 @@ def delivery(row: Sequence[Any]) -> Delivery:
         fold_position=int(fold_position),
         fold_state=fold_state,
         records=int(records),
+        body_removed_at=None if body_removed_at is None else from_text(body_removed_at),
     )
 
 

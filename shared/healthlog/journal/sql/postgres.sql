@@ -92,7 +92,8 @@ SELECT id, account_id,
        to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
        failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       headers::text, fold_position, fold_state, records
+       headers::text, fold_position, fold_state, records,
+       to_char(body_removed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
 FROM deliveries WHERE id = %(id)s
 
 -- begin_attempt --
@@ -154,7 +155,8 @@ SELECT id, account_id,
        to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
        failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       headers::text, fold_position, fold_state, records
+       headers::text, fold_position, fold_state, records,
+       to_char(body_removed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
 FROM deliveries
 WHERE true /*and*/
 ORDER BY received_at /*order*/, id /*order*/

@@ -76,7 +76,7 @@ SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE status = 'pe
 -- One delivery with every column the port has.
 SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
        points, attempts, failure, folded_at, headers, fold_position, fold_state,
-       records
+       records, body_removed_at
 FROM deliveries WHERE id = :id
 
 -- begin_attempt --
@@ -127,7 +127,7 @@ SELECT status FROM deliveries WHERE id = :id
 -- The deliveries listing, under the core's filters, oldest or newest first.
 SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
        points, attempts, failure, folded_at, headers, fold_position, fold_state,
-       records
+       records, body_removed_at
 FROM deliveries
 WHERE true /*and*/
 ORDER BY received_at /*order*/, id /*order*/

@@ -112,7 +112,15 @@ const HL = (() => {
     return el("span", { class: "status " + value, text: value });
   }
 
-  const plotConfig = { displaylogo: false, responsive: true };
+  // every chart's config (a test checks each plot has it): no plotly logo (a link to
+  // plotly.com), no "Share chart..." button (it posts the chart's data to plotly's cloud),
+  // and no cloud address for anything to send to; the PNG download stays on this machine
+  const plotConfig = Object.freeze({
+    displaylogo: false,
+    showSendToCloud: false,
+    plotlyServerURL: "",
+    responsive: true,
+  });
   const plotLayout = {
     margin: { l: 60, r: 20, t: 20, b: 50 },
     paper_bgcolor: "#fff",
@@ -161,6 +169,13 @@ const HL = (() => {
       const session = await frame();
       if (session && !session.account) {
         fail(new Error(session.choose || "no account to show"));
+        document.body.dataset.ready = "error";
+        return;
+      }
+      // installed without the dashboard extra: say what to install, not "Plotly is not defined"
+      const chartsMissing = data("chartsMissing");
+      if (chartsMissing && typeof Plotly === "undefined") {
+        fail(new Error(chartsMissing));
         document.body.dataset.ready = "error";
         return;
       }

@@ -18,5 +18,10 @@ HL.start(async () => {
     headers.length ? HL.table(["header", "value (truncated as stored)"], headers)
       : el("p", { text: "No HAE headers were sent." }),
     el("h2", { text: "Body" }),
-    el("p", {}, el("a", { class: "button", id: "body", href: HL.link(d.body_url), download: d.id, text: "Download the body as archived" })));
+    d.body_removed_at
+      // retention deleted it on purpose: say so, instead of a link that cannot work
+      ? el("p", { id: "body-removed", text: "Removed by healthlog retention on "
+          + d.body_removed_at.slice(0, 10) + " (UTC), as it was told to: the archive no "
+          + "longer has it. What its fold wrote (points, records) stays." })
+      : el("p", {}, el("a", { class: "button", id: "body", href: HL.link(d.body_url), download: d.id, text: "Download the body as archived" })));
 });
