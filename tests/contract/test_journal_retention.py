@@ -1,11 +1,13 @@
-"""The Journal contract for retention: which bodies are due, the mark, and migration 0010.
+"""The Journal contract for retention: which bodies are due, the mark and its confirmation,
+and migrations 0010 and 0013.
 
 Run against every adapter (``conftest.ADAPTERS``); through the port only.
 """
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -120,39 +122,38 @@ def test_a_mark_is_unconfirmed_until_its_delete_is_confirmed(seed: Seed, journal
         journal.unconfirmed_removals(ZERO_CURSOR, 0)
 
 
+@contextmanager
+def folded_at(adapter: str, tmp_path: Path, version: int) -> Iterator[tuple[Journal, NewDelivery]]:
+    """A journal of ``adapter`` at schema ``version`` with one delivery received at T0
+    folded there (no points: today's write of points needs migration 0011's tables);
+    closed after the block."""
+    with ExitStack() as resources:
+        journal = open_journal(adapter, tmp_path, resources)
+        try:
+            journal.migrate(target=version)  # type: ignore[call-arg]  # the core's, not the port's
+            seed = Seed(journal)
+            delivery = seed.delivery(at=T0)
+            seed.fold(delivery)
+            yield journal, delivery
+        finally:
+            journal.close()
+
+
 @pytest.mark.parametrize("adapter", ADAPTERS)
 def test_migration_0013_leaves_earlier_marks_unconfirmed(adapter: str, tmp_path: Path) -> None:
     """A mark made before body_deleted_at existed is deleted once more by the next run."""
-    with ExitStack() as resources:
-        journal = open_journal(adapter, tmp_path, resources)
-        journal.migrate(target=12)  # type: ignore[call-arg]  (the core's, not the port's)
-        seed = Seed(journal)
-        marked = seed.delivery(at=T0)
-        seed.fold(marked)
+    with folded_at(adapter, tmp_path, 12) as (journal, marked):
         assert journal.mark_bodies_removed([marked.id], T0 + DAY) == [marked.id]
         journal.migrate()
-        try:
-            assert [r.delivery_id for r in journal.unconfirmed_removals(ZERO_CURSOR, 5)] == [
-                marked.id
-            ]
-            assert journal.count_removed_bodies() == 1
-        finally:
-            journal.close()
+        assert [r.delivery_id for r in journal.unconfirmed_removals(ZERO_CURSOR, 5)] == [marked.id]
+        assert journal.count_removed_bodies() == 1
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
 def test_migration_0010_keeps_every_row_unmarked_and_due(adapter: str, tmp_path: Path) -> None:
-    with ExitStack() as resources:
-        journal = open_journal(adapter, tmp_path, resources)
-        journal.migrate(target=9)  # type: ignore[call-arg]  (the core's, not the port's)
-        seed = Seed(journal)
-        kept = seed.delivery(at=T0)
-        seed.fold(kept)  # no points: today's write of points needs migration 0011's tables
+    with folded_at(adapter, tmp_path, 9) as (journal, kept):
         journal.migrate()
-        try:
-            assert journal.count_removed_bodies() == 0
-            assert due_ids(journal, 1) == [kept.id]
-            journal.migrate()  # again: nothing changes
-            assert journal.mark_bodies_removed([kept.id], T0 + DAY) == [kept.id]
-        finally:
-            journal.close()
+        assert journal.count_removed_bodies() == 0
+        assert due_ids(journal, 1) == [kept.id]
+        journal.migrate()  # again: nothing changes
+        assert journal.mark_bodies_removed([kept.id], T0 + DAY) == [kept.id]
