@@ -714,13 +714,19 @@ class Reads:
         the night both as segments and aggregated counts once (the shape with more sleep).
         A segment sent without ``qty`` counts for its ``end`` minus its start; an
         aggregated night that has only ``totalSleep`` counts it as ``asleep``.
+
+        A range ``[start, end)`` holds the nights whose label's midnight (on the bound's
+        own clock) is in it, each whole: its segments are read from two days either side
+        of the range (a night's label is within a day of its segments' starts, on any
+        offset), so a night is never cut where the range begins or ends.
         """
+        low, high = _as_datetime(start), _as_datetime(end)
         nights: dict[tuple[str, str, bool], dict[str, Any]] = {}
         for stored in self.journal.export_points(
             account_id=self.account.id,
             metric="sleep_analysis",
-            start_from=_bound(start),
-            start_to=_bound(end),
+            start_from=_moved(low, -_NIGHT_REACH),
+            start_to=_moved(high, _NIGHT_REACH),
         ):
             p = stored.point
             local = from_text(p.start).astimezone(_zone(p.utc_offset))
@@ -747,6 +753,8 @@ class Reads:
                 night["stages"][stage] += hours
         best: dict[str, Night] = {}
         for (label, source, _), night in sorted(nights.items()):
+            if not _night_within(label, low, high):
+                continue
             stages = night["stages"]
             if night["total"] > 0 and not _asleep_h(stages):
                 stages["asleep"] += night["total"]
@@ -903,6 +911,25 @@ def widened(low: str | None, high: str | None) -> tuple[str | None, str | None]:
     """
     wide_low, wide_high = _as_datetime(low), _as_datetime(high)
     return _moved(wide_low, -timedelta(days=1)), _moved(wide_high, timedelta(days=1))
+
+
+#: how far from a range's ends the segments of a night it holds may start: a night's
+#: label is the local date twelve hours after a segment's start, and an offset is under a
+#: day, so two days holds every segment of every night labelled in the range
+_NIGHT_REACH = timedelta(days=2)
+
+
+def _night_within(label: str, first: datetime | None, last: datetime | None) -> bool:
+    """Whether the night labelled ``label`` (``yyyy-MM-dd``) is in ``[first, last)``: its
+    label's midnight, on each bound's own clock."""
+    day = date.fromisoformat(label)
+    for bound, after in ((first, True), (last, False)):
+        if bound is None:
+            continue
+        midnight = datetime(day.year, day.month, day.day, tzinfo=bound.tzinfo)
+        if (midnight < bound) if after else (midnight >= bound):
+            return False
+    return True
 
 
 def _moved(at: datetime | None, by: timedelta) -> str | None:

@@ -359,6 +359,30 @@ def test_sleep_segments_are_summed_per_stage_and_labelled_by_the_morning(
     assert read.sleep_nights(start="2026-03-03T06") == [found[1]]
 
 
+def test_a_range_holds_whole_nights_by_their_label(send: Deliveries, read: Reads) -> None:
+    """A night that starts before the range, or runs past its end, is neither cut nor
+    split: the range holds the nights whose label's midnight is in it, each whole."""
+    send.send(
+        [
+            segment("2026-03-02 23:00", "2026-03-03 01:00", "Core", 2.0),  # night of 03-03
+            segment("2026-03-03 01:00", "2026-03-03 03:00", "Deep", 2.0),
+            segment("2026-03-03 03:00", "2026-03-03 07:00", "REM", 4.0),
+            segment("2026-03-03 23:30", "2026-03-04 01:30", "Core", 2.0),  # night of 03-04
+            segment("2026-03-04 01:30", "2026-03-04 06:30", "REM", 5.0),
+        ]
+    )
+    clock = timezone(timedelta(hours=1))  # the phone's, as the MCP tool and the API ask
+    whole = read.sleep_nights()
+    assert [(n.night, n.asleep_h) for n in whole] == [("2026-03-03", 8.0), ("2026-03-04", 7.0)]
+    day = [datetime(2026, 3, d, tzinfo=clock) for d in (3, 4, 5)]
+    assert read.sleep_nights(start=day[0], end=day[1]) == [whole[0]]
+    assert read.sleep_nights(start=day[1], end=day[2]) == [whole[1]]
+    assert read.sleep_nights(start=day[0], end=day[2]) == whole
+    assert read.sleep_nights(start=day[1]) == [whole[1]]
+    assert read.sleep_nights(end=day[1]) == [whole[0]]
+    assert read.sleep_nights(start=day[2]) == []
+
+
 def test_aggregated_nights_keep_the_source_with_the_most_sleep(
     send: Deliveries, read: Reads
 ) -> None:
