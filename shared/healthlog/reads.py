@@ -485,19 +485,29 @@ class Reads:
         limit: int = MAX_ROWS,
         catalog: Sequence[MetricInfo] | None = None,
     ) -> Series:
-        """A metric field over [start, end) at a resolution (default: from the range)."""
+        """A metric field over [start, end) at a resolution (default: from the range).
+
+        A field stored in more than one unit (one the phone's preferences change and no
+        conversion relates, such as glucose in mg/dL and mmol/L) is read in the unit of
+        ``main_field``'s choice alone: a series never averages or sums two units.
+        """
+        if catalog is None:
+            catalog = self.catalog()
         info = self.main_field(metric, field, catalog=catalog)
+        units = {i.unit for i in catalog if i.metric == metric and i.field == info.field}
+        unit = info.unit if len(units) > 1 else None  # no filter where there is one
         if resolution is None:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
         kind = info.kind
-        by_days = source is None and resolution in _BY_DAYS
+        # the kept days sum every unit of a field together: not for a field of several
+        by_days = source is None and unit is None and resolution in _BY_DAYS
         # by days, the kept days say day by day where the rule applies: no read beforehand
         ruled = not by_days and self.overlaps_possible(info, source, start=start, end=end)
         if resolution is Resolution.RAW:
             samples: list[Sample] = []
             truncated = False
             points = self.counted_points(
-                metric, info.field, start=start, end=end, source=source, ruled=ruled
+                metric, info.field, start=start, end=end, source=source, ruled=ruled, unit=unit
             )
             for found in points:
                 if len(samples) >= limit:
@@ -517,7 +527,9 @@ class Reads:
                 metric, info.field, info.unit, kind, resolution, kept[:limit], len(kept) > limit
             )
         if ruled:
-            counted = self.counted_points(metric, info.field, start=start, end=end, source=source)
+            counted = self.counted_points(
+                metric, info.field, start=start, end=end, source=source, unit=unit
+            )
             rows = overlap.buckets(counted, resolution.value)
         else:
             rows = self.journal.point_buckets(
@@ -528,6 +540,7 @@ class Reads:
                 start_from=_bound(start),
                 start_to=_bound(end),
                 source=source,
+                unit=unit,
             )
         samples = [_sample(row, kind) for row in rows[:limit]]
         return Series(metric, info.field, info.unit, kind, resolution, samples, len(rows) > limit)
@@ -653,10 +666,12 @@ class Reads:
         end: datetime | str | None = None,
         source: str | None = None,
         ruled: bool = True,
+        unit: str | None = None,
     ) -> Generator[overlap.Candidate[StoredPoint], None, None]:
         """The stored points of ``metric`` in [start, end) that count, with how much.
 
         ``ruled=False``: every point, counted whole (a read the rule cannot change).
+        ``unit``: only the points stored in it (a field stored in several).
         """
         low, high = (_bound(start), _bound(end))
         if ruled:
@@ -666,6 +681,7 @@ class Reads:
             metric=metric,
             field=field,
             source=source,
+            unit=unit,
             start_from=low,
             start_to=high,
         )

@@ -924,6 +924,33 @@ def test_buckets_keep_to_one_field_and_source_and_account(seed: Seed, journal: J
         )
 
 
+def test_buckets_and_exports_keep_to_one_unit_when_asked(seed: Seed, journal: Journal) -> None:
+    """A field stored in two units (glucose in mg/dL, then mmol/L) is read in one."""
+    alice = seed.account("alice")
+    seed.fold(
+        seed.delivery(alice),
+        [
+            point("2026-02-28T06:00:00.000000Z", 100.0, metric="blood_glucose", unit="mg/dL"),
+            point("2026-02-28T07:00:00.000000Z", 140.0, metric="blood_glucose", unit="mg/dL"),
+            point("2026-02-28T18:00:00.000000Z", 5.5, metric="blood_glucose", unit="mmol/L"),
+        ],
+    )
+
+    def sums(**unit: str) -> list[tuple[int, float | None]]:
+        rows = journal.point_buckets(
+            account_id=alice.id, metric="blood_glucose", field="qty", bucket="day", **unit
+        )
+        return [(r.count, r.sum) for r in rows]
+
+    assert sums() == [(3, 245.5)]
+    assert sums(unit="mg/dL") == [(2, 240.0)]
+    assert sums(unit="mmol/L") == [(1, 5.5)]
+    assert sums(unit="kg") == []
+    for metric in ("blood_glucose", None):  # one metric's range, and every metric's
+        exported = journal.export_points(account_id=alice.id, metric=metric, unit="mmol/L")
+        assert [(p.point.unit, p.point.qty) for p in exported] == [("mmol/L", 5.5)]
+
+
 def test_metric_days_and_late_points_tell_which_days_have_data_and_what_came_late(
     seed: Seed, journal: Journal
 ) -> None:

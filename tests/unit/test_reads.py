@@ -359,6 +359,26 @@ def test_sleep_segments_are_summed_per_stage_and_labelled_by_the_morning(
     assert read.sleep_nights(start="2026-03-03T06") == [found[1]]
 
 
+@pytest.mark.parametrize("resolution", list(Resolution))
+def test_a_field_stored_in_two_units_is_read_in_the_main_one_alone(
+    send: Deliveries, read: Reads, resolution: Resolution
+) -> None:
+    """Glucose sent in mg/dL, then in mmol/L after the phone's preference changed: kept as
+    sent (no conversion relates them), and a series never averages the two."""
+    mg = [
+        pt("blood_glucose", f"2026-03-02 0{h}:00", v, unit="mg/dL") for h, v in ((7, 100), (8, 140))
+    ]
+    send.send([*mg, pt("blood_glucose", "2026-03-02 19:00", 5.5, unit="mmol/L")])
+    series = read.series("blood_glucose", resolution=resolution)
+    assert series.unit == "mg/dL"  # the unit with more points
+    assert sum(s.count for s in series.samples) == 2
+    assert [s.value for s in series.samples] == (
+        [100.0, 140.0] if resolution in (Resolution.RAW, Resolution.MINUTE, Resolution.HOUR)
+        else [120.0]
+    )  # fmt: skip
+    assert read.daily(["blood_glucose"]) == [{"day": "2026-03-02", "blood_glucose": 120.0}]
+
+
 def test_a_range_holds_whole_nights_by_their_label(send: Deliveries, read: Reads) -> None:
     """A night that starts before the range, or runs past its end, is neither cut nor
     split: the range holds the nights whose label's midnight is in it, each whole."""

@@ -851,9 +851,16 @@ class SqlJournal:
         start_to: str | None = None,
         field: str | None = None,
         source: str | None = None,
+        unit: str | None = None,
     ) -> Iterator[StoredPoint]:
         """Showcase rows ordered by (account, metric, start, field, source)."""
-        equal = {"account_id": account_id, "metric": metric, "field": field, "source": source}
+        equal = {
+            "account_id": account_id,
+            "metric": metric,
+            "field": field,
+            "source": source,
+            "unit": unit,
+        }
         if metric is not None:
             return self._export(("export_points",), "", equal, start_from, start_to, _stored_points)
         return self._every_metric(equal, start_from, start_to)
@@ -888,7 +895,10 @@ class SqlJournal:
         the view's own (account_id, metric).
         """
         where, params = self._filters(
-            account_id=equal.get("account_id"), field=equal.get("field"), source=equal.get("source")
+            account_id=equal.get("account_id"),
+            field=equal.get("field"),
+            source=equal.get("source"),
+            unit=equal.get("unit"),
         )
         listing = self._sql.render("point_metrics", **{"and": where})
         for account_id, metric in list(stream(listing, params)):
@@ -937,10 +947,11 @@ class SqlJournal:
         start_from: str | None = None,
         start_to: str | None = None,
         source: str | None = None,
+        unit: str | None = None,
     ) -> list[BucketRow]:
         if bucket not in BUCKETS:
             raise ValueError(f"no bucket {bucket!r}")
-        filters = self._range_filters("", {"source": source}, start_from, start_to)
+        filters = self._range_filters("", {"source": source, "unit": unit}, start_from, start_to)
         if filters is None:
             return []
         where, params = filters

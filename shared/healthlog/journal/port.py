@@ -318,11 +318,13 @@ class Journal(Protocol):
         start_to: str | None = None,
         field: str | None = None,
         source: str | None = None,
+        unit: str | None = None,
     ) -> Iterator[StoredPoint]:
         """Showcase rows ordered by (account, metric, start, field, source).
 
         ``start_from`` is inclusive and ``start_to`` exclusive, both compared with the
-        UTC ``start`` text (a prefix such as ``2024-01-31`` works).
+        UTC ``start`` text (a prefix such as ``2024-01-31`` works). ``unit``, when given,
+        keeps the points stored in that unit (a field sent in two).
         """
 
     def export_records(
@@ -361,11 +363,13 @@ class Journal(Protocol):
         start_from: str | None = None,
         start_to: str | None = None,
         source: str | None = None,
+        unit: str | None = None,
     ) -> list[BucketRow]:
         """A metric's field summed up per bucket of the phone's local time, in order.
 
         A point's bucket is read on the phone's clock when it was taken: its ``start``
-        plus its ``utc_offset`` (UTC when it has none). Bounds as for ``export_points``.
+        plus its ``utc_offset`` (UTC when it has none). Bounds and ``unit`` as for
+        ``export_points``.
         """
 
     def metric_days(
