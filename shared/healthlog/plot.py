@@ -20,7 +20,6 @@ returns and a path; ``plot_metric`` reads and draws, and is what the command cal
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import os
@@ -167,48 +166,7 @@ def plot_metric(
     )
     if not any(s.value is not None for s in series.samples):
         raise NothingToPlot(_empty(metric, info.field, start, end, [info], source))
-    if resolution is Resolution.RAW and info.kind is Kind.DISCRETE and info.field == "avg":
-        series = _with_raw_band(reads, series, start=start, end=end, source=source, catalog=catalog)
     return plot_series(series, path)
-
-
-def _with_raw_band(
-    reads: Reads,
-    series: Series,
-    *,
-    start: str | None,
-    end: str | None,
-    source: str | None,
-    catalog: Sequence[MetricInfo],
-) -> Series:
-    """Raw averages with the min and max sent beside them (heart rate), where there are."""
-    fields = {info.field for info in reads.metric_fields(series.metric, catalog)}
-    if not {"min", "max"} <= fields:
-        return series
-    sent = {
-        name: {
-            (s.t, s.source): s.value
-            for s in reads.series(
-                series.metric,
-                field=name,
-                start=start,
-                end=end,
-                resolution=Resolution.RAW,
-                source=source,
-                catalog=catalog,
-            ).samples
-        }
-        for name in ("min", "max")
-    }
-    samples = [
-        dataclasses.replace(
-            s,
-            min=sent["min"].get((s.t, s.source), s.min),
-            max=sent["max"].get((s.t, s.source), s.max),
-        )
-        for s in series.samples
-    ]
-    return dataclasses.replace(series, samples=samples)
 
 
 def plot_series(series: Series, path: Path) -> Drawn:

@@ -490,9 +490,72 @@ class Reads:
         A field stored in more than one unit (one the phone's preferences change and no
         conversion relates, such as glucose in mg/dL and mmol/L) is read in the unit of
         ``main_field``'s choice alone: a series never averages or sums two units.
+
+        The ``avg`` of a discrete metric sent as Min/Avg/Max (heart rate) has the lowest
+        ``min`` and the highest ``max`` sent in each sample for its band, not the least
+        and greatest of its averages (``_with_band``).
         """
         if catalog is None:
             catalog = self.catalog()
+        found = self._series(metric, field, start, end, resolution, source, limit, catalog)
+        return self._with_band(found, start, end, source, limit, catalog)
+
+    def _with_band(
+        self,
+        series: Series,
+        start: datetime | str | None,
+        end: datetime | str | None,
+        source: str | None,
+        limit: int,
+        catalog: Sequence[MetricInfo],
+    ) -> Series:
+        """``series`` with its samples' min and max from the metric's ``min`` and ``max``
+        fields, where it is the ``avg`` of a discrete metric that has both in its unit."""
+        if series.field != "avg" or series.kind is not Kind.DISCRETE:
+            return series
+        sent = {
+            info.field
+            for info in catalog
+            if info.metric == series.metric and info.unit == series.unit
+        }
+        if not {"min", "max"} <= sent:
+            return series
+        raw = series.resolution is Resolution.RAW
+        bounds = []
+        for name in ("min", "max"):
+            found = self._series(
+                series.metric, name, start, end, series.resolution, source, limit, catalog
+            )
+            if found.unit != series.unit:
+                return series  # its main unit is another: nothing to band with
+            bounds.append(
+                {
+                    (s.t, s.source if raw else None): s.min if name == "min" else s.max
+                    for s in found.samples
+                }
+            )
+        lows, highs = bounds
+        for s in series.samples:
+            key = (s.t, s.source if raw else None)
+            low, high = lows.get(key), highs.get(key)
+            if low is not None and (s.min is None or low < s.min):
+                s.min = low
+            if high is not None and (s.max is None or high > s.max):
+                s.max = high
+        return series
+
+    def _series(
+        self,
+        metric: str,
+        field: str | None,
+        start: datetime | str | None,
+        end: datetime | str | None,
+        resolution: Resolution | None,
+        source: str | None,
+        limit: int,
+        catalog: Sequence[MetricInfo],
+    ) -> Series:
+        """``series`` of one field, without the band of its Min and Max."""
         info = self.main_field(metric, field, catalog=catalog)
         units = {i.unit for i in catalog if i.metric == metric and i.field == info.field}
         unit = info.unit if len(units) > 1 else None  # no filter where there is one

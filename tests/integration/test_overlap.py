@@ -23,7 +23,7 @@ from healthlog.archive.local import LocalArchive
 from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
-from healthlog.journal.port import Journal
+from healthlog.journal.port import BucketRow, Journal
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.rows import to_text
 from healthlog.journal.sqlite import SqliteJournal
@@ -261,13 +261,19 @@ def test_daily_summaries_from_the_kept_days_are_the_points_own(phone: Phone) -> 
                 read = reads.series(
                     metric, field=field, start=start, end=end, resolution=resolution
                 )
-                from_points = overlap.buckets(
-                    reads.counted_points(metric, field, start=start, end=end), resolution.value
-                )
+
+                from_points = summed(reads, metric, field, start, end, resolution)
+                band = [(r.min, r.max) for r in from_points]
+                if field == "avg":  # heart rate's: the lowest Min and highest Max sent
+                    lows = summed(reads, metric, "min", start, end, resolution)
+                    highs = summed(reads, metric, "max", start, end, resolution)
+                    band = [
+                        (lo.min, hi.max) for lo, hi in zip(lows, highs, strict=True)
+                    ]  # every Min is under its Avg, every Max over it, in this body
                 got = [(s.t, s.count, s.min, s.max) for s in read.samples]
-                assert got == [(r.start, r.count, r.min, r.max) for r in from_points], (
-                    metric, resolution, start, end,
-                )  # fmt: skip
+                assert got == [
+                    (r.start, r.count, *b) for r, b in zip(from_points, band, strict=True)
+                ], (metric, resolution, start, end)  # fmt: skip
                 values = [s.value for s in read.samples]
                 expected = [r.sum if metric == "step_count" else r.avg for r in from_points]
                 assert values == pytest.approx(expected), (metric, resolution, start, end)
@@ -280,6 +286,19 @@ def test_daily_summaries_from_the_kept_days_are_the_points_own(phone: Phone) -> 
                         (r.start, r.count) for r in from_points
                     ]
                     assert values == pytest.approx([r.avg for r in plain])
+
+
+def summed(
+    reads: Reads,
+    metric: str,
+    field: str,
+    start: datetime | None,
+    end: datetime | None,
+    resolution: Resolution,
+) -> list[BucketRow]:
+    """The buckets of a field summed from the points that count, as the rule sums them."""
+    counted = reads.counted_points(metric, field, start=start, end=end)
+    return overlap.buckets(counted, resolution.value)
 
 
 def text(at: datetime | None) -> str | None:

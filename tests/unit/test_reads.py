@@ -221,12 +221,22 @@ def test_one_source_and_a_range(read: Reads) -> None:
 
 @pytest.mark.usefixtures("steps_and_hr")
 def test_discrete_series_give_min_average_and_max(read: Reads) -> None:
+    """The average's band is the lowest Min and the highest Max the phone sent in each
+    bucket (50/60/90 and 40/70/80 on one day), not the least and greatest average."""
     series = read.series("heart_rate", resolution=Resolution.DAY)
     assert (series.field, series.kind) == ("avg", Kind.DISCRETE)
     assert [(s.t, s.min, s.value, s.max, s.count) for s in series.samples] == [
-        ("2026-03-02", 60.0, 65.0, 70.0, 2),
-        ("2026-03-03", 65.0, 65.0, 65.0, 1),
+        ("2026-03-02", 40.0, 65.0, 90.0, 2),
+        ("2026-03-03", 55.0, 65.0, 75.0, 1),
     ]
+    for resolution in (Resolution.RAW, Resolution.HOUR):  # each point its own Min and Max
+        band = read.series("heart_rate", resolution=resolution)
+        assert [(s.min, s.value, s.max) for s in band.samples] == [
+            (50.0, 60.0, 90.0), (40.0, 70.0, 80.0), (55.0, 65.0, 75.0)
+        ]  # fmt: skip
+    assert [
+        (s.min, s.max) for s in read.series("heart_rate", resolution=Resolution.MONTH).samples
+    ] == [(40.0, 90.0)]
     highs = read.series("heart_rate", field="max", resolution=Resolution.DAY)
     assert [s.max for s in highs.samples] == [90.0, 75.0]
     assert highs.as_dict()["samples"][0] == {
@@ -682,6 +692,9 @@ def test_day_buckets_give_the_same_numbers_as_export(
     fold_all(phone, journal, archive)
     read = Reads(journal, phone.account)
     checked = 0
+    # an average's band is its day's lowest Min and highest Max, where the phone sent them
+    lows = by_local_day(journal, phone.account, "heart_rate", "min")
+    highs = by_local_day(journal, phone.account, "heart_rate", "max")
     for metric, field in (("step_count", "qty"), ("heart_rate", "avg"), ("heart_rate", "max")):
         expected = by_local_day(journal, phone.account, metric, field)
         series = read.series(metric, field=field, resolution=Resolution.DAY)
@@ -690,6 +703,9 @@ def test_day_buckets_give_the_same_numbers_as_export(
         for day, (count, total, low, mean, high) in expected.items():
             sample = got[day]
             assert sample.count == count
+            if field == "avg":
+                low = min(low, lows[day][2]) if day in lows else low
+                high = max(high, highs[day][4]) if day in highs else high
             assert (sample.min, sample.max) == (low, high)
             value = total if series.kind is Kind.CUMULATIVE else mean
             assert sample.value == pytest.approx(value, rel=1e-12)
