@@ -9,6 +9,7 @@ set the mode after creating it, since the umask can also take bits away.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 #: folders that hold bodies, the journal or its lock
@@ -42,10 +43,17 @@ def private_dirs(path: Path | str) -> list[Path]:
 
 
 def private_file(path: Path | str, flags: int = os.O_RDWR) -> int:
-    """Open ``path`` (created ``FILE_MODE`` if missing) and return its descriptor."""
+    """Open ``path`` (created ``FILE_MODE`` if missing) and return its descriptor.
+
+    A regular file of this user's that is new or empty (``O_TRUNC`` empties it) is made
+    ``FILE_MODE``; anything else keeps its mode: ``-o /dev/null`` must not chmod the
+    system's null device, even as root.
+    """
     fd = os.open(path, flags | os.O_CREAT, FILE_MODE)
     try:
-        if os.fstat(fd).st_size == 0:  # new (or empty): not one the operator set up
+        found = os.fstat(fd)
+        # new (or empty): not one the operator set up
+        if stat.S_ISREG(found.st_mode) and found.st_uid == os.geteuid() and found.st_size == 0:
             os.fchmod(fd, FILE_MODE)
     except BaseException:
         os.close(fd)

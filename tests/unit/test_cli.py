@@ -150,6 +150,30 @@ def test_an_unknown_account_is_a_clear_error(env: Path, capsys: Any) -> None:
     assert "no account named" in capsys.readouterr().err
 
 
+def test_an_output_that_is_not_a_regular_file_keeps_its_mode(env: Path, capsys: Any) -> None:
+    """-o makes a file its owner's only, but never chmods what is not a regular file (a
+    pipe here; /dev/null as root would be the system's)."""
+    import stat
+    import threading
+
+    run(capsys, "account", "add", "alice")
+    pipe = env / "pipe"
+    os.mkfifo(pipe)
+    pipe.chmod(0o644)
+    read: list[bytes] = []
+
+    def drain() -> None:
+        with open(pipe, "rb") as reader:  # opens once the export opens the other end
+            read.append(reader.read())
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    assert cli.main(["account", "export", "-o", str(pipe)]) == 0
+    reader.join(timeout=60)
+    assert read and json.loads(read[0])["name"] == "alice"  # the export went through it
+    assert stat.S_IMODE(pipe.stat().st_mode) == 0o644
+
+
 @pytest.mark.parametrize("argv", [["status"], ["deliveries"], ["migrate"], ["account", "list"]])
 def test_a_journal_file_that_is_not_a_database_is_one_line_not_a_traceback(
     env: Path, capsys: Any, argv: list[str]
