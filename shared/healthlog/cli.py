@@ -1120,7 +1120,7 @@ def plot(
             names.check_metric(journal, reads.account.id, metric)
         except UnknownName as exc:
             raise _bad_name("METRIC", exc) from None
-        bounds, _ = _range(journal, reads.account, start, end)
+        bounds, zone = _range(journal, reads.account, start, end)
         start_from, start_to = bounds.texts()
         try:
             drawn = plotting.plot_metric(
@@ -1132,6 +1132,7 @@ def plot(
                 end=start_to,
                 resolution=Resolution(resolution) if resolution else None,
                 source=source,
+                zone=zone,
             )
         except UnknownName as exc:  # the metric is known: its field is not
             raise _bad_name("--field", exc) from None

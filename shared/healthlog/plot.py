@@ -26,7 +26,7 @@ import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,13 +131,15 @@ def plot_metric(
     end: str | None = None,
     resolution: Resolution | None = None,
     source: str | None = None,
+    zone: tzinfo = UTC,
 ) -> Drawn:
     """Read a metric over [start, end) and draw it to ``path``.
 
     ``start`` and ``end`` are compared with the stored UTC text, as ``healthlog export``
-    compares them (a prefix such as ``2026-01-31`` works). UnknownName (from the read
-    module, naming the nearest) for a metric or field the account does not have;
-    NothingToPlot when the range holds no data.
+    compares them (a prefix such as ``2026-01-31`` works). ``zone`` is the account's
+    clock, where a night's label is read (``Reads.sleep_nights``). UnknownName (from
+    the read module, naming the nearest) for a metric or field the account does not
+    have; NothingToPlot when the range holds no data.
     """
     require_matplotlib()
     if metric == "sleep_analysis" and field is None:
@@ -147,7 +149,7 @@ def plot_metric(
                 "sleep_analysis is drawn a night a bar, from the source with the most sleep: "
                 "drop --resolution and --source, or name a --field to draw it as a series"
             )
-        nights = reads.sleep_nights(start=start, end=end)
+        nights = reads.sleep_nights(start=_on_clock(start, zone), end=_on_clock(end, zone))
         if not nights:
             raise NothingToPlot(_empty(metric, None, start, end, fields))
         return plot_nights(nights, path)
@@ -302,6 +304,12 @@ def gaps(times: Sequence[datetime], resolution: Resolution) -> set[int]:
         limit = RAW_GAP_FACTOR * statistics.median(positive)
         return {i + 1 for i, step in enumerate(steps) if step > limit}
     return {i for i in range(1, len(times)) if times[i] > next_bucket(times[i - 1], resolution)}
+
+
+def _on_clock(at: str | None, zone: tzinfo) -> datetime | None:
+    """A bound given as UTC text, as the same instant on ``zone``'s clock."""
+    found = None if at is None else first_at_or_after(at)
+    return None if found is None else found.astimezone(zone)
 
 
 def _span(info: MetricInfo, start: str | None, end: str | None) -> tuple[datetime, datetime]:

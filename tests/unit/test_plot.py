@@ -305,6 +305,41 @@ def test_sleep_is_stacked_stage_bars_per_night(env: Path, capsys: Any) -> None:
     assert drawn.values == [n.asleep_h for n in nights]
 
 
+def test_sleep_over_a_range_takes_the_nights_of_the_accounts_days(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """West of UTC too: --from/--to are days on the account's clock, and so are the
+    nights' labels (a range read as UTC text would take the night after each)."""
+    monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{tmp_path}/journal.db")
+    monkeypatch.setenv("HEALTHLOG_ARCHIVE_URL", f"file://{tmp_path}/archive")
+    monkeypatch.setenv("HEALTHLOG_LOG_LEVEL", "WARNING")
+    journal = SqliteJournal(str(tmp_path / "journal.db"))
+    journal.migrate()
+    token = tokens.new_token()
+    account = journal.add_account("ny", tokens.hash_token(token))
+    phone = Phone(journal, LocalArchive(tmp_path / "archive"), account, token)
+
+    def segment(start: str, end: str, stage: str, hours: float) -> dict[str, object]:
+        return {"startDate": f"2026-03-{start} -0500", "endDate": f"2026-03-{end} -0500",
+                "qty": hours, "value": stage, "source": "Watch"}  # fmt: skip
+
+    phone.send(metrics_body(("sleep_analysis", "hr", [
+        segment("02 23:00:00", "03 06:00:00", "Core", 7.0),  # the night of 03-03
+        segment("03 23:30:00", "04 06:30:00", "Core", 7.0),  # of 03-04
+        segment("04 23:00:00", "05 05:00:00", "Core", 6.0),  # of 03-05
+    ])))  # fmt: skip
+    journal.close()
+    assert cli.main(["fold"]) == 0
+    assert cli.main(["account", "set-tz", "ny", "America/New_York"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "nights.svg"
+    code, said = plot_cmd(capsys, "sleep_analysis", "--from", "2026-03-03", "--to", "2026-03-05",
+                          "-o", str(out))  # fmt: skip
+    assert code == 0, said
+    assert [round(bar_height(g)) > 0 for g in svg_marks(out, "sleep-core-")] == [True, True]
+    assert "2026-03-03" in svg_text(out) and "2026-03-05" not in svg_text(out)
+
+
 def test_sleep_with_a_resolution_is_a_usage_error(env: Path, capsys: Any) -> None:
     code, said = plot_cmd(capsys, "sleep_analysis", "--resolution", "day", "-o", str(env / "s.png"))
     assert code == 2 and "--resolution" in said
