@@ -59,17 +59,24 @@ def step_points() -> list[dict[str, object]]:
     ]
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> Path:
-    """A journal with real HAE samples and the synthetic series above, folded."""
+def phone_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> Phone:
+    """A new journal and archive in ``tmp_path``, the CLI's environment naming them, and
+    a phone of a new account ``name`` (close its journal before the CLI folds)."""
     monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{tmp_path}/journal.db")
     monkeypatch.setenv("HEALTHLOG_ARCHIVE_URL", f"file://{tmp_path}/archive")
     monkeypatch.setenv("HEALTHLOG_LOG_LEVEL", "WARNING")
     journal = SqliteJournal(str(tmp_path / "journal.db"))
     journal.migrate()
     token = tokens.new_token()
-    account = journal.add_account("alice", tokens.hash_token(token))
-    phone = Phone(journal, LocalArchive(tmp_path / "archive"), account, token)
+    account = journal.add_account(name, tokens.hash_token(token))
+    return Phone(journal, LocalArchive(tmp_path / "archive"), account, token)
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> Path:
+    """A journal with real HAE samples and the synthetic series above, folded."""
+    phone = phone_in(tmp_path, monkeypatch, "alice")
+    journal = phone.journal
     for sample in sorted(SAMPLES.glob("*.json")):
         phone.send(sample.read_bytes())
     for name in ("metrics_heart_rate.json", "sleep_unaggregated_9x.json"):
@@ -310,14 +317,7 @@ def test_sleep_over_a_range_takes_the_nights_of_the_accounts_days(
 ) -> None:
     """West of UTC too: --from/--to are days on the account's clock, and so are the
     nights' labels (a range read as UTC text would take the night after each)."""
-    monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{tmp_path}/journal.db")
-    monkeypatch.setenv("HEALTHLOG_ARCHIVE_URL", f"file://{tmp_path}/archive")
-    monkeypatch.setenv("HEALTHLOG_LOG_LEVEL", "WARNING")
-    journal = SqliteJournal(str(tmp_path / "journal.db"))
-    journal.migrate()
-    token = tokens.new_token()
-    account = journal.add_account("ny", tokens.hash_token(token))
-    phone = Phone(journal, LocalArchive(tmp_path / "archive"), account, token)
+    phone = phone_in(tmp_path, monkeypatch, "ny")
 
     def segment(start: str, end: str, stage: str, hours: float) -> dict[str, object]:
         return {"startDate": f"2026-03-{start} -0500", "endDate": f"2026-03-{end} -0500",
@@ -328,7 +328,7 @@ def test_sleep_over_a_range_takes_the_nights_of_the_accounts_days(
         segment("03 23:30:00", "04 06:30:00", "Core", 7.0),  # of 03-04
         segment("04 23:00:00", "05 05:00:00", "Core", 6.0),  # of 03-05
     ])))  # fmt: skip
-    journal.close()
+    phone.journal.close()
     assert cli.main(["fold"]) == 0
     assert cli.main(["account", "set-tz", "ny", "America/New_York"]) == 0
     capsys.readouterr()
