@@ -18,7 +18,6 @@ module and prints with ``emit``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import logging
 import os
@@ -525,8 +524,8 @@ def dashboard(
     ready_fd: int | None,
 ) -> int:
     """Serve the read-only dashboard: its pages and its JSON API."""
+    from healthlog import launcher, store
     from healthlog import serve as stack
-    from healthlog import store
     from healthlog.dashboard import DashboardOptions, create_app
     from healthlog.dashboard import server as dashboard_server
     from healthlog.dashboard.app import plotly_missing
@@ -562,9 +561,7 @@ def dashboard(
 
         try:
             return dashboard_server.serve(app, host, port, banner)
-        except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                raise
+        except launcher.PortTaken:
             raise stack.port_taken_at(host, port, "--port") from None
 
 

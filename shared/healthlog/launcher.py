@@ -25,6 +25,7 @@ in the Lambda layer with the rest of the package.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -68,6 +69,32 @@ def port_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def listening_socket(host: str, port: int, backlog: int = 128) -> socket.socket:
+    """A socket this process binds and listens on before a server is handed it, so a
+    command announces its URL only once the port is its own.
+
+    IPv6 for an address with a colon, dual-stack for ``::`` (IPv4 clients too, as a
+    server binding it itself would take them); ``SO_REUSEADDR``, as the servers bind.
+    PortTaken when another process listens there; HealthlogError naming ``--host`` for
+    any other address it cannot listen on (one not of this machine, say).
+    """
+    from healthlog.errors import HealthlogError
+
+    ipv6 = ":" in host
+    try:
+        return socket.create_server(
+            (host, port),
+            family=socket.AF_INET6 if ipv6 else socket.AF_INET,
+            backlog=backlog,
+            dualstack_ipv6=ipv6 and host in ("::", "::0") and socket.has_dualstack_ipv6(),
+        )
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise PortTaken(host, port) from None
+        why = os.strerror(exc.errno) if exc.errno else str(exc)  # not create_server's text
+        raise HealthlogError(f"--host {host}: cannot listen there ({why})") from None
 
 
 def free_port(host: str = HOST) -> int:

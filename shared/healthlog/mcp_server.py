@@ -21,7 +21,6 @@ unexpected failure is logged by its type only.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import socket
 from collections.abc import Callable, Iterator
@@ -758,16 +757,11 @@ def _listening(host: str, port: int) -> Iterator[socket.socket]:
     from healthlog import launcher
     from healthlog import serve as stack
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            sock.bind((host, port))
-            sock.listen()
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise stack.port_taken("mcp", launcher.PortTaken(host, port)) from None
-            raise HealthlogError(f"--host {host}: cannot listen there ({exc.strerror})") from None
+    try:
+        sock = launcher.listening_socket(host, port)
+    except launcher.PortTaken as taken:
+        raise stack.port_taken("mcp", taken) from None
+    with sock:
         yield sock
 
 

@@ -413,3 +413,26 @@ def test_dashboard_on_a_taken_port_says_one_line_as_serve_does_and_exits_1(
         f"healthlog: port {taken} on 127.0.0.1 is taken (another healthlog serve, or "
         "another program, listens there): --port N picks another"
     ]
+
+
+def test_dashboard_on_an_address_not_of_this_machine_says_one_line(env: Path, capsys: Any) -> None:
+    """192.0.2.1 (TEST-NET-1) is nobody's: a line naming --host, never a traceback."""
+    phone_for(env)
+    assert cli.main(["dashboard", "--host", "192.0.2.1", "--port", "8999"]) == 2
+    captured = capsys.readouterr()
+    assert "healthlog dashboard" not in captured.out
+    assert captured.err.splitlines() == [
+        "healthlog: --host 192.0.2.1: cannot listen there (Cannot assign requested address)"
+    ]
+
+
+def test_a_socket_on_every_ipv6_address_takes_ipv4_clients_too() -> None:
+    """``--host ::`` listens for IPv4 as well, as the servers binding it themselves did."""
+    from healthlog import launcher
+
+    with launcher.listening_socket("::", 0) as bound:
+        assert bound.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 0
+        port = bound.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=10):
+            accepted, _ = bound.accept()
+            accepted.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 import signal
-import socket
 import threading
 from typing import Any
 
@@ -47,20 +46,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A socket listening on ``host:port``; OSError (EADDRINUSE: taken) if it cannot.
-
-    Bound here, not by werkzeug: werkzeug prints its own "Address already in use" text
-    and exits, where the command says one line of its own naming ``--port``."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as werkzeug picks it
-    return socket.create_server((host, port), family=family, backlog=LISTEN_QUEUE)
-
-
 def serve(app: Flask, host: str, port: int, on_ready: Any = None) -> int:
     """Serve ``app`` on ``host:port`` until SIGTERM or SIGINT; 0 when stopped so.
 
-    OSError (errno EADDRINUSE when the port is taken) if it cannot listen there."""
-    with listen(host, port) as bound:
+    The socket is bound here (``launcher.listening_socket``), not by werkzeug, which
+    prints its own "Address already in use" text and exits: PortTaken or
+    HealthlogError if it cannot listen there, for the command to say in one line."""
+    from healthlog import launcher
+
+    with launcher.listening_socket(host, port, LISTEN_QUEUE) as bound:
         # werkzeug serves a duplicate of the descriptor: this one is closed at once
         server = make_server(
             host, port, app, threaded=True, request_handler=QuietHandler, fd=bound.fileno()
