@@ -41,7 +41,7 @@ from healthlog.journal.rows import from_text
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 except ImportError:  # the tools' annotations need them at import
     raise HealthlogError(needs_extra("healthlog mcp", "mcp")) from None
@@ -175,10 +175,16 @@ class _Server(MCPServer[Any]):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             refused = exc.__cause__
-            if not isinstance(refused, ValidationError):
+            # a crash inside a tool (UnexpectedToolError) stays one, whatever raised it:
+            # logged as an error, its values never sent to the client
+            if isinstance(exc, UnexpectedToolError) or not isinstance(refused, ValidationError):
                 raise
             schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
-            said = "; ".join(_plain(e, schema.get("properties", {})) for e in refused.errors())
+            properties = schema.get("properties", {})
+            errors = refused.errors()
+            if not all(e["loc"] and str(e["loc"][0]) in properties for e in errors):
+                raise  # not the arguments' own check
+            said = "; ".join(_plain(e, properties) for e in errors)
             raise ToolError(f"Error executing tool {name}: {said}") from refused
 
 

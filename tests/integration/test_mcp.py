@@ -361,6 +361,49 @@ def test_bad_arguments_name_the_problem(sqlite_sample: Sample) -> None:
     session(sqlite_sample, work)
 
 
+def test_a_crash_inside_a_tool_stays_a_crash_even_from_a_validation_error(
+    sqlite_sample: Sample,
+) -> None:
+    """Only the arguments' own check is said plainly: a tool whose body fails on a
+    ValidationError (data it read, not an argument) is the SDK's crash, its values never
+    in the reply. The real server, in process, with one more tool that fails so."""
+    from healthlog import mcp_server
+    from healthlog.config import Settings
+    from healthlog.journal.sqlite import SqliteJournal
+    from healthlog.reads import Reads
+    from pydantic import BaseModel
+
+    assert sqlite_sample.db is not None
+    journal = SqliteJournal(str(sqlite_sample.db))
+    settings = Settings.from_env(sqlite_sample.env)
+    account = sqlite_sample.folded.alice.account
+    guard = mcp_server.open_guard(settings, account.id)
+    server = mcp_server.build(Reads(journal, account), guard)
+
+    class Reading(BaseModel):
+        limit: int  # the name of an argument too: still not the arguments' check
+
+    @server.tool()
+    def crashing(limit: int = 1) -> str:
+        return str(Reading.model_validate({"limit": "resting 58 bpm, Alice's Apple Watch"}))
+
+    async def main() -> None:
+        async with Client(server) as client:
+            crashed = await client.call_tool("crashing", {"limit": 3})
+            text = crashed.content[0].text  # type: ignore[union-attr]
+            assert crashed.is_error and "Alice" not in text and "58" not in text, text
+            assert not text.startswith("Error executing tool crashing: limit:"), text
+            refused = await client.call_tool("crashing", {"limit": "many"})
+            said = refused.content[0].text  # type: ignore[union-attr]
+            assert said.startswith("Error executing tool crashing: limit: a whole number"), said
+
+    try:
+        anyio.run(main)
+    finally:
+        guard.close()
+        journal.close()
+
+
 def test_arguments_of_the_wrong_kind_are_one_plain_sentence(sqlite_sample: Sample) -> None:
     """What the SDK's validation refuses is said like the tools' own refusals: the
     argument, what it takes, no pydantic text nor link."""
