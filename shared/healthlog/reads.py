@@ -544,6 +544,35 @@ class Reads:
                 s.max = high
         return series
 
+    def _range_unit(
+        self,
+        main: MetricInfo,
+        infos: list[MetricInfo],
+        start: datetime | str | None,
+        end: datetime | str | None,
+        source: str | None,
+    ) -> str:
+        """Of a field's units, the one with the most points in [start, end) (a week of
+        mmol/L after years of mg/dL reads in mmol/L); ``main``'s where none has any."""
+        counts = {
+            info.unit: sum(
+                row.count
+                for row in self.journal.point_buckets(
+                    account_id=self.account.id,
+                    metric=main.metric,
+                    field=main.field,
+                    bucket="month",
+                    start_from=_bound(start),
+                    start_to=_bound(end),
+                    source=source,
+                    unit=info.unit,
+                )
+            )
+            for info in infos
+        }
+        best = max(infos, key=lambda info: (counts[info.unit], info is main, info.points))
+        return best.unit if counts[best.unit] else main.unit
+
     def _series(
         self,
         metric: str,
@@ -557,8 +586,11 @@ class Reads:
     ) -> Series:
         """``series`` of one field, without the band of its Min and Max."""
         info = self.main_field(metric, field, catalog=catalog)
-        units = {i.unit for i in catalog if i.metric == metric and i.field == info.field}
-        unit = info.unit if len(units) > 1 else None  # no filter where there is one
+        units = {i.unit: i for i in catalog if i.metric == metric and i.field == info.field}
+        unit = None  # no filter where the field has one unit
+        if len(units) > 1:
+            info = units[self._range_unit(info, list(units.values()), start, end, source)]
+            unit = info.unit
         if resolution is None:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
         kind = info.kind

@@ -387,6 +387,9 @@ def test_a_field_stored_in_two_units_is_read_in_the_main_one_alone(
         else [120.0]
     )  # fmt: skip
     assert read.daily(["blood_glucose"]) == [{"day": "2026-03-02", "blood_glucose": 120.0}]
+    # a range that holds only the other unit's points reads them, in their unit
+    evening = read.series("blood_glucose", start="2026-03-02T12", resolution=resolution)
+    assert (evening.unit, [s.value for s in evening.samples]) == ("mmol/L", [5.5])
 
 
 def test_a_range_holds_whole_nights_by_their_label(send: Deliveries, read: Reads) -> None:
