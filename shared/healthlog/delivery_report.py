@@ -173,7 +173,8 @@ def retention_text(data: Mapping[str, Any]) -> str:
         lines.append(f"removed by earlier runs: {data['removed_before']:,}")
     elif data["removed_before"]:
         lines.append(
-            f"also deleted {data['removed_before']:,} that an interrupted run had marked removed"
+            f"deleted again {data['removed_before']:,} that an earlier run marked removed "
+            "without seeing them deleted (interrupted, or before this version)"
         )
     return "\n".join(lines)
 

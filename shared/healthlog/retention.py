@@ -53,7 +53,8 @@ class RetentionReport:
     #: due but no longer parsed when marked (a replay changed them): kept
     kept: int = 0
     #: marked by an earlier run that did not confirm their deletes (a crash between the
-    #: mark and the confirmation): deleted now, which costs nothing where a body is gone.
+    #: mark and the confirmation, or the newest run of a healthlog before migration
+    #: 0013): deleted now, which costs nothing where a body is gone.
     #: A dry run counts every body marked removed before.
     removed_before: int = 0
 

@@ -123,7 +123,9 @@ def test_a_mark_is_unconfirmed_until_its_delete_is_confirmed(seed: Seed, journal
 
 
 @contextmanager
-def folded_at(adapter: str, tmp_path: Path, version: int) -> Iterator[tuple[Journal, NewDelivery]]:
+def folded_at(
+    adapter: str, tmp_path: Path, version: int
+) -> Iterator[tuple[Journal, Seed, NewDelivery]]:
     """A journal of ``adapter`` at schema ``version`` with one delivery received at T0
     folded there (no points: today's write of points needs migration 0011's tables);
     closed after the block."""
@@ -134,24 +136,34 @@ def folded_at(adapter: str, tmp_path: Path, version: int) -> Iterator[tuple[Jour
             seed = Seed(journal)
             delivery = seed.delivery(at=T0)
             seed.fold(delivery)
-            yield journal, delivery
+            yield journal, seed, delivery
         finally:
             journal.close()
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
-def test_migration_0013_leaves_earlier_marks_unconfirmed(adapter: str, tmp_path: Path) -> None:
-    """A mark made before body_deleted_at existed is deleted once more by the next run."""
-    with folded_at(adapter, tmp_path, 12) as (journal, marked):
-        assert journal.mark_bodies_removed([marked.id], T0 + DAY) == [marked.id]
+def test_migration_0013_leaves_only_the_newest_runs_marks_unconfirmed(
+    adapter: str, tmp_path: Path
+) -> None:
+    """Before 0013 each run deleted every earlier mark before it marked: only the newest
+    run's marks (and any within a day of them) may still hold a body, and only they are
+    deleted once more by the next run."""
+    with folded_at(adapter, tmp_path, 12) as (journal, seed, oldest):
+        later = [seed.delivery(at=T0 + n * timedelta(seconds=1)) for n in (1, 2)]
+        for d in later:
+            seed.fold(d)
+        assert journal.mark_bodies_removed([oldest.id], T0 + DAY) == [oldest.id]
+        assert journal.mark_bodies_removed([later[0].id], T0 + 9 * DAY + timedelta(hours=1))
+        assert journal.mark_bodies_removed([later[1].id], T0 + 10 * DAY) == [later[1].id]
         journal.migrate()
-        assert [r.delivery_id for r in journal.unconfirmed_removals(ZERO_CURSOR, 5)] == [marked.id]
-        assert journal.count_removed_bodies() == 1
+        unconfirmed = journal.unconfirmed_removals(ZERO_CURSOR, 5)
+        assert [r.delivery_id for r in unconfirmed] == [d.id for d in later]
+        assert journal.count_removed_bodies() == 3
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
 def test_migration_0010_keeps_every_row_unmarked_and_due(adapter: str, tmp_path: Path) -> None:
-    with folded_at(adapter, tmp_path, 9) as (journal, kept):
+    with folded_at(adapter, tmp_path, 9) as (journal, _, kept):
         journal.migrate()
         assert journal.count_removed_bodies() == 0
         assert due_ids(journal, 1) == [kept.id]
