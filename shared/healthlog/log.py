@@ -51,15 +51,20 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(line, default=str).decode()
 
 
+def json_handler() -> logging.Handler:
+    """A handler writing JSON lines to the stderr of the moment, marked as healthlog's."""
+    handler = _StderrHandler()
+    handler.setFormatter(JsonFormatter())
+    handler._healthlog = True  # type: ignore[attr-defined]
+    return handler
+
+
 def setup(level: str = "INFO", name: str = "healthlog") -> None:
     """Send healthlog's loggers (or library ``name``'s) to stderr as JSON lines (idempotent)."""
     root = logging.getLogger(name)
     root.setLevel(level.upper())
     if not any(getattr(h, "_healthlog", False) for h in root.handlers):
-        handler = _StderrHandler()
-        handler.setFormatter(JsonFormatter())
-        handler._healthlog = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
+        root.addHandler(json_handler())
         root.propagate = True
 
 

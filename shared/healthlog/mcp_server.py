@@ -229,6 +229,18 @@ class _WithoutHeaderValue(logging.Filter):
 
 
 _WITHOUT_HEADER_VALUE = _WithoutHeaderValue()
+#: the loggers that have a JSON handler of their own (``_log_once``)
+_OWN_HANDLERS = ("healthlog", "mcp", "uvicorn")
+
+
+class _NotOurs(logging.Filter):
+    """A record of another library's logger: the others print at their own handler."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name.partition(".")[0] not in _OWN_HANDLERS
+
+
+_NOT_OURS = _NotOurs()
 
 
 def _log_once() -> None:
@@ -236,16 +248,22 @@ def _log_once() -> None:
 
     MCPServer calls ``logging.basicConfig``, which gives the root logger a plain handler
     when it has none, and healthlog's lines propagate there: each would be printed a
-    second time. A root handler that drops what reaches it makes that call do nothing.
-    The SDK's own lines and uvicorn's are healthlog's JSON lines too, at WARNING and up
-    (their INFO and DEBUG lines may quote requests), or at healthlog's level if higher;
-    the SDK's refusal of a Host or Origin header says which, not the value.
+    second time. A root handler of healthlog's own makes that call do nothing: it prints
+    what other libraries (asyncio, anyio, psycopg) warn of as JSON lines, as Python's
+    last-resort handler would have printed it, and leaves the lines of the loggers that
+    have their handler below to that handler. The SDK's own lines and uvicorn's are
+    healthlog's JSON lines too, at WARNING and up (their INFO and DEBUG lines may quote
+    requests), or at healthlog's level if higher; the SDK's refusal of a Host or Origin
+    header says which, not the value.
     """
     root = logging.getLogger()
     if not root.handlers:
-        root.addHandler(logging.NullHandler())
+        others = log.json_handler()
+        others.setLevel(logging.WARNING)
+        others.addFilter(_NOT_OURS)
+        root.addHandler(others)
     level = max(logging.WARNING, logging.getLogger("healthlog").getEffectiveLevel())
-    for name in ("mcp", "uvicorn"):
+    for name in _OWN_HANDLERS[1:]:
         log.setup(logging.getLevelName(level), name=name)
     logging.getLogger("mcp.server.transport_security").addFilter(_WITHOUT_HEADER_VALUE)
 

@@ -613,6 +613,30 @@ def test_each_log_line_is_printed_once_as_json(sqlite_sample: Sample, level: str
     assert [json.loads(line)["event"] for line in lines] == ["mcp.started", "mcp.stopped"]
 
 
+def test_another_librarys_warning_is_still_printed_once_as_json() -> None:
+    """The root handler that keeps the SDK's basicConfig from doubling healthlog's lines
+    prints what other libraries warn of (asyncio here), instead of swallowing it."""
+    script = (
+        "import logging\n"
+        "from healthlog import log, mcp_server\n"
+        "from mcp.server.mcpserver import MCPServer\n"
+        "log.setup('INFO')\n"
+        "mcp_server._log_once()\n"
+        "MCPServer('x', log_level='WARNING')  # its logging.basicConfig\n"
+        "logging.getLogger('asyncio').warning('loop.slow')\n"
+        "logging.getLogger('asyncio').info('loop.chatty')\n"
+        "logging.getLogger('healthlog.mcp').warning('ours')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    lines = [json.loads(line) for line in done.stderr.splitlines()]
+    assert [(line["logger"], line["event"]) for line in lines] == [
+        ("asyncio", "loop.slow"),
+        ("healthlog.mcp", "ours"),
+    ]
+
+
 def test_over_http_each_log_line_is_json_once_without_header_values(
     sqlite_sample: Sample, tmp_path: Path
 ) -> None:
