@@ -590,8 +590,9 @@ def mcp(http: bool, host: str, port: int, account: str | None, token: str | None
             opened.journal,
             accounts.find_id(opened.journal, chosen),
             opened.settings.priority(),
-            # over stdio, --token - is refused (stdin carries the protocol)
-            choose="--account NAME or --token " + ("-" if http else "TOKEN"),
+            # over stdio, --token - is refused (stdin carries the protocol), and a token
+            # on the command line is in the process list: the name is what works there
+            choose="--account NAME or --token -" if http else "--account NAME",
         )
 
         def banner(url: str) -> None:
@@ -671,9 +672,14 @@ def account_rotate(name: str, as_json: bool) -> None:
         made = accounts.rotate(opened.journal, name)
     first = f"account {name} has a new token; the old one no longer works"
     if kept is not None and kept[1] == made.account.id:
-        # the file serve left for this account holds the token that just stopped working
-        kept[0].unlink(missing_ok=True)
-        first += f"\n(removed {kept[0]}, which held the old one)"
+        # the file serve left for this account holds the token that just stopped working;
+        # the new token is shown whatever becomes of it
+        try:
+            kept[0].unlink(missing_ok=True)
+        except OSError as exc:
+            first += f"\n(could not remove {kept[0]}, which holds the old one: {exc.strerror})"
+        else:
+            first += f"\n(removed {kept[0]}, which held the old one)"
     emit(as_json, made.as_dict(), _token_text(first, made.token))
 
 

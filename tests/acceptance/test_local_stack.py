@@ -16,6 +16,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -268,12 +269,16 @@ def test_without_the_dashboard_extra_the_banner_says_what_to_install(tmp_path: P
     )  # fmt: skip
     assert process.stdout is not None
     banner = []
+    # a serve that never ends its banner is killed, which ends the reading below
+    watchdog = threading.Timer(90, process.kill)
+    watchdog.start()
     try:  # the banner ends with what to do to listen beyond this machine
         for line in process.stdout:
             banner.append(line.rstrip("\n"))
             if line.startswith("and use this machine's address"):
                 break
     finally:
+        watchdog.cancel()
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
     told = [line for line in banner if "pip install 'healthlog[dashboard]'" in line]

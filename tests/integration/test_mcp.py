@@ -694,8 +694,7 @@ def test_with_several_accounts_the_hint_offers_what_works_in_the_mode(
     )
     assert stdio.returncode == 2
     assert stdio.stderr.splitlines() == [
-        "healthlog: this journal has several accounts: choose one with --account NAME or "
-        "--token TOKEN"
+        "healthlog: this journal has several accounts: choose one with --account NAME"
     ]
     port = str(launcher.free_port())
     http = subprocess.run(

@@ -279,12 +279,17 @@ def looks_like_export_xml(path: Path) -> bool:
     """
     with path.open("rb") as f:
         head = f.read(_SNIFF_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not head.startswith(b"<"):
-        return False
-    doctype, element = head.find(b"<!DOCTYPE"), _first_element(head)
-    if doctype >= 0 and (element < 0 or doctype < element):
-        return _names_root(head[doctype + len(b"<!DOCTYPE") :].lstrip())
-    return element >= 0 and _names_root(head[element + 1 :])
+    at = 0
+    while head.startswith((b"<?", b"<!--"), at):  # the declaration, comments, PIs
+        close = head.find(b"?>" if head.startswith(b"<?", at) else b"-->", at + 2)
+        if close < 0:
+            return False  # nothing but a comment in the head: not an export's
+        at = close + (2 if head.startswith(b"<?", at) else 3)
+        while at < len(head) and head[at] in b" \t\r\n":
+            at += 1
+    if head.startswith(b"<!DOCTYPE", at):
+        return _names_root(head[at + len(b"<!DOCTYPE") :].lstrip())
+    return head.startswith(b"<", at) and _names_root(head[at + 1 :])
 
 
 def _names_root(text: bytes) -> bool:
