@@ -671,16 +671,20 @@ def account_rotate(name: str, as_json: bool) -> None:
         kept = stack.first_token_of(opened.journal, settings)
         made = accounts.rotate(opened.journal, name)
     first = f"account {name} has a new token; the old one no longer works"
+    data: dict[str, str] = dict(made.as_dict())
     if kept is not None and kept[1] == made.account.id:
         # the file serve left for this account holds the token that just stopped working;
         # the new token is shown whatever becomes of it
         try:
             kept[0].unlink(missing_ok=True)
         except OSError as exc:
-            first += f"\n(could not remove {kept[0]}, which holds the old one: {exc.strerror})"
+            why = exc.strerror or type(exc).__name__
+            first += f"\n(could not remove {kept[0]}, which holds the old one: {why})"
+            data["first_token_file_kept"] = str(kept[0])
         else:
             first += f"\n(removed {kept[0]}, which held the old one)"
-    emit(as_json, made.as_dict(), _token_text(first, made.token))
+            data["first_token_file_removed"] = str(kept[0])
+    emit(as_json, data, _token_text(first, made.token))
 
 
 @account.command("export")

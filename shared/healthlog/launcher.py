@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import ipaddress
 import os
 import signal
 import socket
@@ -84,16 +85,25 @@ def listening_socket(host: str, port: int, backlog: int = 128) -> socket.socket:
 
     ipv6 = ":" in host
     try:
+        every = ipv6 and ipaddress.ip_address(host.partition("%")[0]).is_unspecified
+    except ValueError:
+        every = False
+    try:
         return socket.create_server(
             (host, port),
             family=socket.AF_INET6 if ipv6 else socket.AF_INET,
             backlog=backlog,
-            dualstack_ipv6=ipv6 and host in ("::", "::0") and socket.has_dualstack_ipv6(),
+            dualstack_ipv6=every and socket.has_dualstack_ipv6(),
         )
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise PortTaken(host, port) from None
-        why = os.strerror(exc.errno) if exc.errno else str(exc)  # not create_server's text
+        # not create_server's text (it adds the address); a name that does not resolve
+        # (gaierror) has a negative errno of its own
+        if exc.errno is not None and exc.errno > 0:
+            why = os.strerror(exc.errno)
+        else:
+            why = (exc.strerror or type(exc).__name__).split(" (while attempting", 1)[0]
         raise HealthlogError(f"--host {host}: cannot listen there ({why})") from None
 
 

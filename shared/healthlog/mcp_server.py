@@ -234,10 +234,16 @@ _OWN_HANDLERS = ("healthlog", "mcp", "uvicorn")
 
 
 class _NotOurs(logging.Filter):
-    """A record of another library's logger: the others print at their own handler."""
+    """A record of another library's logger (the others print at their own handler),
+    cut to its message's first line and without its arguments: a library's text may
+    quote what it choked on (asyncio's "Task exception was never retrieved" goes on with
+    the exception's repr), and the exception's type is all a line keeps of it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.name.partition(".")[0] not in _OWN_HANDLERS
+        if record.name.partition(".")[0] in _OWN_HANDLERS:
+            return False
+        record.msg, record.args = str(record.msg).split("\n", 1)[0], None
+        return True
 
 
 _NOT_OURS = _NotOurs()
@@ -256,13 +262,13 @@ def _log_once() -> None:
     requests), or at healthlog's level if higher; the SDK's refusal of a Host or Origin
     header says which, not the value.
     """
+    level = max(logging.WARNING, logging.getLogger("healthlog").getEffectiveLevel())
     root = logging.getLogger()
     if not root.handlers:
         others = log.json_handler()
-        others.setLevel(logging.WARNING)
+        others.setLevel(level)
         others.addFilter(_NOT_OURS)
         root.addHandler(others)
-    level = max(logging.WARNING, logging.getLogger("healthlog").getEffectiveLevel())
     for name in _OWN_HANDLERS[1:]:
         log.setup(logging.getLevelName(level), name=name)
     logging.getLogger("mcp.server.transport_security").addFilter(_WITHOUT_HEADER_VALUE)
@@ -368,7 +374,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             clock = Clock(account.time_zone, time_zone)
             first, last = clock.range(start, end)
             known = r.catalog()
-            info = r.main_field(metric, field, catalog=known)
+            info = r.range_field(metric, field, start=first, end=last, source=source, catalog=known)
             chosen = reads.Resolution(resolution) if resolution else None
             if chosen is None:
                 # the part of the range where the field has data
@@ -394,7 +400,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
                 "value_is": "sum" if series.kind is reads.Kind.CUMULATIVE else "average",
                 "start": first.isoformat() if first else None,
                 "end": last.isoformat() if last else None,
-                "fields": [f.field for f in r.metric_fields(metric, known)],
+                "fields": r.field_names(metric, known),
             }
             if chosen is reads.Resolution.RAW:
                 out["points"] = [
@@ -450,7 +456,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             known = r.catalog()
             units = {}
             for name in metrics:
-                info = r.main_field(name, catalog=known)
+                info = r.range_field(name, start=first, end=last, catalog=known)
                 units[name] = {
                     "field": info.field,
                     "unit": info.unit,

@@ -154,7 +154,8 @@ def plot_metric(
             raise NothingToPlot(_empty(metric, None, start, end, fields))
         return plot_nights(nights, path)
     catalog = reads.catalog()  # read once for every field looked up below
-    info = reads.main_field(metric, field, catalog=catalog)
+    # the unit the read takes (a field stored in two), so its extent picks the resolution
+    info = reads.range_field(metric, field, start=start, end=end, source=source, catalog=catalog)
     if resolution is None:
         resolution = pick_resolution(*_span(info, start, end))
     series = reads.series(
@@ -307,9 +308,15 @@ def gaps(times: Sequence[datetime], resolution: Resolution) -> set[int]:
 
 
 def _on_clock(at: str | None, zone: tzinfo) -> datetime | None:
-    """A bound given as UTC text, as the same instant on ``zone``'s clock."""
+    """A bound given as UTC text, as the same instant on ``zone``'s clock (in UTC where
+    that clock would leave the calendar: the same instant all the same)."""
     found = None if at is None else first_at_or_after(at)
-    return None if found is None else found.astimezone(zone)
+    if found is None:
+        return None
+    try:
+        return found.astimezone(zone)
+    except OverflowError:
+        return found
 
 
 def _span(info: MetricInfo, start: str | None, end: str | None) -> tuple[datetime, datetime]:

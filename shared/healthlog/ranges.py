@@ -114,8 +114,16 @@ def zone_named(name: str) -> tzinfo:
 
 
 def _on_clock(wall: datetime, zone: tzinfo) -> datetime:
-    """A wall-clock time in ``zone`` as a UTC instant (an ambiguous one: its first)."""
-    return wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    """A wall-clock time in ``zone`` as a UTC instant (an ambiguous one: its first).
+
+    BadBound when that instant is off the calendar (year 1's first hours east of UTC,
+    year 9999's last west of it)."""
+    try:
+        return wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    except OverflowError:
+        raise BadBound(
+            f"{wall.isoformat()} on this clock is outside the calendar in UTC (years 1 to 9999)"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

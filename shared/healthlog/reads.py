@@ -446,6 +446,11 @@ class Reads:
             raise UnknownName(unknown_name("metric", metric, names))
         return found
 
+    def field_names(self, metric: str, catalog: Sequence[MetricInfo] | None = None) -> list[str]:
+        """The names of ``metric``'s fields, each once (a field stored in two units is one
+        field), in ``metric_fields``' order."""
+        return list(dict.fromkeys(info.field for info in self.metric_fields(metric, catalog)))
+
     def main_field(
         self,
         metric: str,
@@ -488,8 +493,9 @@ class Reads:
         """A metric field over [start, end) at a resolution (default: from the range).
 
         A field stored in more than one unit (one the phone's preferences change and no
-        conversion relates, such as glucose in mg/dL and mmol/L) is read in the unit of
-        ``main_field``'s choice alone: a series never averages or sums two units.
+        conversion relates, such as glucose in mg/dL and mmol/L) is read in one unit
+        alone, the one ``range_field`` gives: a series never averages or sums two units
+        (a range across the change shows the unit with more points there).
 
         The ``avg`` of a discrete metric sent as Min/Avg/Max (heart rate) has the lowest
         ``min`` and the highest ``max`` sent in each sample for its band, not the least
@@ -544,6 +550,28 @@ class Reads:
                 s.max = high
         return series
 
+    def range_field(
+        self,
+        metric: str,
+        field: str | None = None,
+        *,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+        source: str | None = None,
+        catalog: Sequence[MetricInfo] | None = None,
+    ) -> MetricInfo:
+        """``main_field``, in the unit a read of [start, end) takes: for a field stored in
+        several units, the one with the most points there (a week of mmol/L after years
+        of mg/dL reads in mmol/L), so what says the unit and what reads the values agree."""
+        if catalog is None:
+            catalog = self.catalog()
+        main = self.main_field(metric, field, catalog=catalog)
+        units = [i for i in catalog if i.metric == metric and i.field == main.field]
+        if len(units) == 1:
+            return main
+        chosen = self._range_unit(main, units, start, end, source)
+        return next(i for i in units if i.unit == chosen)
+
     def _range_unit(
         self,
         main: MetricInfo,
@@ -552,8 +580,8 @@ class Reads:
         end: datetime | str | None,
         source: str | None,
     ) -> str:
-        """Of a field's units, the one with the most points in [start, end) (a week of
-        mmol/L after years of mg/dL reads in mmol/L); ``main``'s where none has any."""
+        """Of a field's units, the one with the most points in [start, end); ``main``'s
+        where none has any."""
         counts = {
             info.unit: sum(
                 row.count
@@ -585,12 +613,9 @@ class Reads:
         catalog: Sequence[MetricInfo],
     ) -> Series:
         """``series`` of one field, without the band of its Min and Max."""
-        info = self.main_field(metric, field, catalog=catalog)
-        units = {i.unit: i for i in catalog if i.metric == metric and i.field == info.field}
-        unit = None  # no filter where the field has one unit
-        if len(units) > 1:
-            info = units[self._range_unit(info, list(units.values()), start, end, source)]
-            unit = info.unit
+        info = self.range_field(metric, field, start=start, end=end, source=source, catalog=catalog)
+        several = sum(1 for i in catalog if i.metric == metric and i.field == info.field) > 1
+        unit = info.unit if several else None  # no filter where the field has one unit
         if resolution is None:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
         kind = info.kind

@@ -265,12 +265,13 @@ def test_without_the_dashboard_extra_the_banner_says_what_to_install(tmp_path: P
         [sys.executable, "-c", WITHOUT, "plotly", "serve", "--port", ports[0],
          "--fold-port", ports[1], "--tick", "3600", "--dashboard-port", ports[2]],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL, text=True,
+        stdin=subprocess.DEVNULL, text=True, start_new_session=True,
     )  # fmt: skip
     assert process.stdout is not None
     banner = []
-    # a serve that never ends its banner is killed, which ends the reading below
-    watchdog = threading.Timer(90, process.kill)
+    # a serve that never ends its banner is killed with its servers, which hold the
+    # same stdout: that ends the reading below
+    watchdog = threading.Timer(90, os.killpg, (process.pid, signal.SIGKILL))
     watchdog.start()
     try:  # the banner ends with what to do to listen beyond this machine
         for line in process.stdout:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -119,9 +120,9 @@ def test_a_first_start_that_fails_keeps_the_first_token_and_rotate_removes_its_f
         assert found is not None and found.name == "default"
         accounts.add(opened.journal, "bob")
 
-    def rotate(name: str) -> subprocess.CompletedProcess[str]:
+    def rotate(name: str, *also: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(BIN / "healthlog"), "account", "rotate", name], cwd=tmp_path,
+            [str(BIN / "healthlog"), "account", "rotate", name, *also], cwd=tmp_path,
             env=launcher.clean_env({}), capture_output=True, text=True, timeout=60, check=True,
         )  # fmt: skip
 
@@ -130,7 +131,12 @@ def test_a_first_start_that_fails_keeps_the_first_token_and_rotate_removes_its_f
     assert f"(removed {kept.relative_to(tmp_path)}, which held the old one)" in rotated.stdout
     assert not kept.exists()
     # a second rotate has no file to remove, and says nothing of one
-    assert "removed" not in rotate("default").stdout
+    again = rotate("default", "--json")
+    assert "first_token_file_removed" not in json.loads(again.stdout)
+    # with --json the removal is said too
+    kept.write_text(json.loads(again.stdout)["token"] + "\n")
+    told = json.loads(rotate("default", "--json").stdout)
+    assert told["first_token_file_removed"] == str(kept.relative_to(tmp_path)) and not kept.exists()
 
 
 def test_the_lambda_handler_answers_health_too(

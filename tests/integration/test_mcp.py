@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -29,6 +30,7 @@ from healthlog.fold.player import Player
 from healthlog.journal.port import Journal
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.model import Account
 from mcp import Client, StdioServerParameters
 
 from tests import pg
@@ -361,47 +363,103 @@ def test_bad_arguments_name_the_problem(sqlite_sample: Sample) -> None:
     session(sqlite_sample, work)
 
 
+@contextmanager
+def in_process(db: Path, env: dict[str, str], account: Account) -> Iterator[Any]:
+    """The real server over ``db``'s journal for ``account``, built in this process (for
+    the SDK's in-memory client), its journal and guard closed after the block."""
+    from healthlog import mcp_server
+    from healthlog.config import Settings
+    from healthlog.reads import Reads
+
+    journal = SqliteJournal(str(db))
+    guard = mcp_server.open_guard(Settings.from_env(env), account.id)
+    try:
+        yield mcp_server.build(Reads(journal, account), guard)
+    finally:
+        guard.close()
+        journal.close()
+
+
 def test_a_crash_inside_a_tool_stays_a_crash_even_from_a_validation_error(
     sqlite_sample: Sample,
 ) -> None:
     """Only the arguments' own check is said plainly: a tool whose body fails on a
     ValidationError (data it read, not an argument) is the SDK's crash, its values never
     in the reply. The real server, in process, with one more tool that fails so."""
-    from healthlog import mcp_server
-    from healthlog.config import Settings
-    from healthlog.journal.sqlite import SqliteJournal
-    from healthlog.reads import Reads
     from pydantic import BaseModel
-
-    assert sqlite_sample.db is not None
-    journal = SqliteJournal(str(sqlite_sample.db))
-    settings = Settings.from_env(sqlite_sample.env)
-    account = sqlite_sample.folded.alice.account
-    guard = mcp_server.open_guard(settings, account.id)
-    server = mcp_server.build(Reads(journal, account), guard)
 
     class Reading(BaseModel):
         limit: int  # the name of an argument too: still not the arguments' check
 
-    @server.tool()
-    def crashing(limit: int = 1) -> str:
-        return str(Reading.model_validate({"limit": "resting 58 bpm, Alice's Apple Watch"}))
+    assert sqlite_sample.db is not None
+    with in_process(
+        sqlite_sample.db, sqlite_sample.env, sqlite_sample.folded.alice.account
+    ) as server:
 
-    async def main() -> None:
-        async with Client(server) as client:
-            crashed = await client.call_tool("crashing", {"limit": 3})
-            text = crashed.content[0].text  # type: ignore[union-attr]
-            assert crashed.is_error and "Alice" not in text and "58" not in text, text
-            assert not text.startswith("Error executing tool crashing: limit:"), text
-            refused = await client.call_tool("crashing", {"limit": "many"})
-            said = refused.content[0].text  # type: ignore[union-attr]
-            assert said.startswith("Error executing tool crashing: limit: a whole number"), said
+        @server.tool()  # type: ignore[untyped-decorator]
+        def crashing(limit: int = 1) -> str:
+            return str(Reading.model_validate({"limit": "resting 58 bpm, Alice's Apple Watch"}))
 
-    try:
+        async def main() -> None:
+            async with Client(server) as client:
+                crashed = await client.call_tool("crashing", {"limit": 3})
+                text = crashed.content[0].text  # type: ignore[union-attr]
+                assert crashed.is_error and "Alice" not in text and "58" not in text, text
+                assert not text.startswith("Error executing tool crashing: limit:"), text
+                refused = await client.call_tool("crashing", {"limit": "many"})
+                said = refused.content[0].text  # type: ignore[union-attr]
+                assert said.startswith("Error executing tool crashing: limit: a whole number")
+
         anyio.run(main)
-    finally:
-        guard.close()
-        journal.close()
+
+
+def test_a_field_in_two_units_is_labelled_with_the_unit_its_values_are_in(
+    tmp_path: Path,
+) -> None:
+    """Glucose in mg/dL for weeks, then in mmol/L: a range of the mmol/L days says mmol/L
+    beside mmol/L values (never 5.5 "mg/dL"), and picks its resolution from them."""
+    from healthlog import tokens
+    from healthlog.archive.local import LocalArchive as Archive
+
+    from tests.conftest import Phone, metrics_body
+
+    db = tmp_path / "journal.db"
+    journal = SqliteJournal(str(db))
+    journal.migrate()
+    token = tokens.new_token()
+    account = journal.add_account("alice", tokens.hash_token(token))
+    phone = Phone(journal, Archive(tmp_path / "archive"), account, token)
+    mg = [{"date": f"2026-02-{d:02d} 08:00:00 +0000", "qty": 100 + d} for d in range(1, 28)]
+    mmol = [{"date": f"2026-03-05 {h:02d}:00:00 +0000", "qty": 5.5} for h in (7, 19)]
+    phone.send(metrics_body(("blood_glucose", "mg/dL", mg)))
+    phone.send(metrics_body(("blood_glucose", "mmol/L", mmol)))
+    FoldPass(journal, Player(journal, phone.archive)).pass_once()
+    journal.close()
+    env = {"HEALTHLOG_JOURNAL_URL": f"sqlite:///{db}"}
+    with in_process(db, env, account) as server:
+
+        async def main() -> None:
+            async with Client(server) as client:
+                march = {"start": "2026-03-01", "end": "2026-04-01"}
+                daily = await client.call_tool(
+                    "daily_summary", {"metrics": ["blood_glucose"], **march}
+                )
+                data = daily.structured_content
+                assert data is not None and not daily.is_error
+                assert data["metrics"]["blood_glucose"]["unit"] == "mmol/L"
+                assert data["days"] == [{"day": "2026-03-05", "blood_glucose": 5.5}]
+                series = await client.call_tool(
+                    "metric_series", {"metric": "blood_glucose", **march}
+                )
+                found = series.structured_content
+                assert found is not None
+                assert (found["unit"], found["resolution"]) == ("mmol/L", "hour")
+                assert found["fields"] == ["qty"]  # one field, though stored in two units
+                whole = await client.call_tool("daily_summary", {"metrics": ["blood_glucose"]})
+                assert whole.structured_content is not None
+                assert whole.structured_content["metrics"]["blood_glucose"]["unit"] == "mg/dL"
+
+        anyio.run(main)
 
 
 def test_arguments_of_the_wrong_kind_are_one_plain_sentence(sqlite_sample: Sample) -> None:
@@ -625,6 +683,9 @@ def test_another_librarys_warning_is_still_printed_once_as_json() -> None:
         "MCPServer('x', log_level='WARNING')  # its logging.basicConfig\n"
         "logging.getLogger('asyncio').warning('loop.slow')\n"
         "logging.getLogger('asyncio').info('loop.chatty')\n"
+        "logging.getLogger('asyncio').error('Task exception was never retrieved\\n'\n"
+        "    'future: <Task exception=ValueError(\"resting 58, Alice\")>')\n"
+        "logging.getLogger('psycopg').warning('server said %s', 'Alice')\n"
         "logging.getLogger('healthlog.mcp').warning('ours')\n"
     )
     done = subprocess.run(
@@ -633,8 +694,11 @@ def test_another_librarys_warning_is_still_printed_once_as_json() -> None:
     lines = [json.loads(line) for line in done.stderr.splitlines()]
     assert [(line["logger"], line["event"]) for line in lines] == [
         ("asyncio", "loop.slow"),
+        ("asyncio", "Task exception was never retrieved"),  # its first line alone
+        ("psycopg", "server said %s"),  # the text without what it quoted
         ("healthlog.mcp", "ours"),
     ]
+    assert "Alice" not in done.stderr and "resting" not in done.stderr
 
 
 def test_over_http_each_log_line_is_json_once_without_header_values(

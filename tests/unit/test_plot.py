@@ -340,6 +340,21 @@ def test_sleep_over_a_range_takes_the_nights_of_the_accounts_days(
     assert "2026-03-03" in svg_text(out) and "2026-03-05" not in svg_text(out)
 
 
+def test_bounds_at_the_calendars_ends_on_the_accounts_clock(env: Path, capsys: Any) -> None:
+    """East of UTC, a UTC bound near year 9999's end is past the calendar on the phone's
+    clock: the nights are read all the same. A day the clock puts before year 1 in UTC is
+    a usage error naming the option, never a traceback."""
+    assert cli.main(["account", "set-tz", "alice", "Asia/Tokyo"]) == 0
+    capsys.readouterr()
+    out = env / "edge.svg"
+    code, said = plot_cmd(capsys, "sleep_analysis", "--to", "9999-12-31T23:00Z", "-o", str(out))
+    assert code == 0, said
+    assert svg_marks(out, "sleep-")
+    code, said = plot_cmd(capsys, "sleep_analysis", "--from", "0001-01-01", "-o", str(out))
+    assert code == 2 and "Invalid value for '--from'/'--to'" in said, said
+    assert "outside the calendar" in said and "Traceback" not in said
+
+
 def test_sleep_with_a_resolution_is_a_usage_error(env: Path, capsys: Any) -> None:
     code, said = plot_cmd(capsys, "sleep_analysis", "--resolution", "day", "-o", str(env / "s.png"))
     assert code == 2 and "--resolution" in said

@@ -176,7 +176,7 @@ def series() -> Any:
     )
     return found.as_dict() | {
         "sources": list(info.sources),
-        "fields": [f.field for f in r.metric_fields(metric, catalog)],
+        "fields": r.field_names(metric, catalog),
         "first": info.first,
         "last": info.last,
         "start": bounds["start"].isoformat() if bounds["start"] else None,

@@ -12,7 +12,10 @@ CREATE INDEX deliveries_body_unconfirmed ON deliveries (received_at, id)
 -- (that run may have crashed). Those, and any within a day of them (a clock set back
 -- between two runs), stay unconfirmed: the next run deletes them once more (a body
 -- already gone is no error). The older ones are confirmed as they stand.
+-- (the stored text is YYYY-MM-DDTHH:MM:SS.ffffffZ: the newest mark's day less one, and
+-- its time of day as it is, compare as the instants do)
 UPDATE deliveries SET body_deleted_at = body_removed_at
 WHERE body_removed_at < (
-    SELECT strftime('%Y-%m-%dT%H:%M:%fZ', max(body_removed_at), '-1 day') FROM deliveries
+    SELECT date(substr(max(body_removed_at), 1, 10), '-1 day') || substr(max(body_removed_at), 11)
+    FROM deliveries
 );
