@@ -191,12 +191,20 @@ def test_a_discrete_metric_is_an_average_with_its_band(driver: Any, site: Site) 
         ".map(t => ({name: t.name, fill: t.fill || null, x: t.x, y: t.y}))"
     )
     names = [t["name"] for t in traces]
-    assert names == ["min", "min–max", "average"]
-    assert traces[1]["fill"] == "tonexty"
+    # the band a closed shape on each side of the gap, never one across it
+    assert names == ["min–max", "min–max", "average"]
     average = traces[2]
     drawn = list(zip(average["x"], average["y"], strict=True))
     assert {x: y for x, y in drawn if y is not None} == site.folded.resting
     assert [y for _, y in drawn].count(None) == 1  # the line breaks once: at the gap
+    days = sorted(site.folded.resting)
+    before = [d for d in days if d < GAP[0].isoformat()]
+    after = [d for d in days if d > GAP[1].isoformat()]
+    for band, run in zip(traces[:2], (before, after), strict=True):
+        assert band["fill"] == "toself"
+        assert sorted(set(band["x"])) == run  # its own days only: it spans no gap
+        here = [site.folded.resting[d] for d in run]
+        assert band["y"] == here + here[::-1]  # one reading a day: min = max = it
 
 
 def test_the_coverage_calendar_shows_the_gap(driver: Any, site: Site) -> None:

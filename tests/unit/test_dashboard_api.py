@@ -105,6 +105,48 @@ def test_series_resolution_follows_the_range_or_is_chosen(alice: FlaskClient) ->
     assert none["samples"] == []
 
 
+def test_a_range_without_an_offset_is_the_phones_days(tmp_path: Path) -> None:
+    """A day the coverage page links to, or a zoomed range, is read on the phone's clock
+    (+10:00 here): 2024-09-21 holds its own 00:30 and 23:30, not the next morning's 09:30,
+    which is on the same UTC day. A bound with an offset is that instant, as before."""
+    from healthlog import tokens
+    from healthlog.fold.pass_ import FoldPass
+    from healthlog.fold.player import Player
+
+    from tests.conftest import Phone, metrics_body
+
+    journal = SqliteJournal(str(tmp_path / "journal.db"))
+    journal.migrate()
+    token = tokens.new_token()
+    account = journal.add_account("sydney", tokens.hash_token(token))
+    phone = Phone(journal, LocalArchive(tmp_path / "archive"), account, token)
+    steps = [("2024-09-21 00:30:00", 5), ("2024-09-21 23:30:00", 7), ("2024-09-22 09:30:00", 11)]
+    phone.send(metrics_body(("step_count", "count", [
+        {"date": f"{at} +1000", "qty": qty, "source": "Watch"} for at, qty in steps
+    ])))  # fmt: skip
+    FoldPass(journal, Player(journal, phone.archive)).pass_once()
+    journal.close()
+    client = make_app(tmp_path, account_name="sydney").test_client()
+
+    day = "metric=step_count&start=2024-09-21&end=2024-09-22"
+    raw = get(client, f"/api/series?{day}&resolution=raw")["samples"]
+    assert [(p["t"], p["value"]) for p in raw] == [  # type: ignore[union-attr]
+        ("2024-09-21T00:30:00+10:00", 5.0), ("2024-09-21T23:30:00+10:00", 7.0)
+    ]  # fmt: skip
+    minutes = get(client, f"/api/series?{day}")
+    assert minutes["resolution"] == "minute"
+    assert [p["t"] for p in minutes["samples"]] == ["2024-09-21T00:30", "2024-09-21T23:30"]  # type: ignore[union-attr]
+    assert (minutes["start"], minutes["end"]) == ("2024-09-21T00:00:00", "2024-09-22T00:00:00")
+    zoomed = get(
+        client, "/api/series?metric=step_count&start=2024-09-21T23:00&end=2024-09-22T10:00"
+    )
+    assert [p["value"] for p in zoomed["samples"]] == [7.0, 11.0]  # type: ignore[union-attr]
+    assert get(client, f"/api/daily?{day}")["days"] == [{"day": "2024-09-21", "step_count": 12.0}]
+    # an instant's bounds: the UTC day 2024-09-21 holds 23:30 and the next morning's 09:30
+    utc = "metric=step_count&start=2024-09-21T00:00Z&end=2024-09-22T00:00Z&resolution=raw"
+    assert [p["value"] for p in get(client, f"/api/series?{utc}")["samples"]] == [7.0, 11.0]  # type: ignore[union-attr]
+
+
 def test_series_refuses_bad_parameters_readably(alice: FlaskClient) -> None:
     assert "metric" in str(get(alice, "/api/series", 400)["error"])
     assert "resolution" in str(get(alice, "/api/series?metric=step_count&resolution=year", 400))

@@ -7,8 +7,10 @@ carry no offset), half open: ``start`` inclusive, ``end`` exclusive.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -44,22 +46,93 @@ def _archive() -> Archive:
 
 
 def _time(name: str) -> datetime | None:
-    """Query parameter ``name`` as an aware datetime (UTC when it has no offset)."""
+    """Query parameter ``name`` as a datetime, naive when it has no offset (``_range``'s
+    callers read that as UTC, ``_PhoneRange``'s as the phone's wall clock)."""
     raw = request.args.get(name)
     if not raw:
         return None
     try:
-        at = datetime.fromisoformat(raw.strip().replace(" ", "T"))
+        return datetime.fromisoformat(raw.strip().replace(" ", "T"))
     except ValueError:
         raise DashboardError(400, f"{name}: not an ISO 8601 date or time") from None
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _range() -> dict[str, datetime | None]:
+    """``start`` and ``end`` as given (naive without an offset), ``end`` after ``start``."""
     start, end = _time("start"), _time("end")
-    if start is not None and end is not None and end <= start:
+    first, last = _as_utc(start), _as_utc(end)
+    if first is not None and last is not None and last <= first:
         raise DashboardError(400, "end must be after start")
     return {"start": start, "end": end}
+
+
+def _utc_range() -> dict[str, datetime | None]:
+    """``start`` and ``end`` as instants, UTC when without an offset."""
+    return {name: _as_utc(at) for name, at in _range().items()}
+
+
+def _as_utc(at: datetime | None) -> datetime | None:
+    return at if at is None or at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+#: how far a phone's clock may be from UTC (the offsets in use reach 14 hours)
+_CLOCK_REACH = timedelta(hours=14)
+
+
+@dataclass(frozen=True, slots=True)
+class _PhoneRange:
+    """``start`` and ``end`` of ``/api/series`` and ``/api/daily``, whose buckets are
+    labelled on the phone's clock: a bound without an offset is a wall-clock time there
+    (``2026-03-02`` is that day as the phone lived it, whatever its offset), one with an
+    offset is that instant, as before."""
+
+    start: datetime | None
+    end: datetime | None
+
+    @classmethod
+    def of_query(cls) -> _PhoneRange:
+        found = _range()
+        return cls(found["start"], found["end"])
+
+    def read(self) -> dict[str, datetime | None]:
+        """The instants to read: a wall-clock bound widened by the clocks' reach."""
+        return {
+            "start": _widened(self.start, -_CLOCK_REACH),
+            "end": _widened(self.end, _CLOCK_REACH),
+        }
+
+    def span(self) -> tuple[datetime | None, datetime | None]:
+        """The bounds as instants, for the length of the range (a resolution's choice)."""
+        return _as_utc(self.start), _as_utc(self.end)
+
+    def holds(self, label: str, width: timedelta | None) -> bool:
+        """Whether a sample labelled ``label`` (a bucket's local start, a raw point's
+        local time with its offset), ``width`` long (None: a point), meets the range's
+        wall-clock bounds (an instant's bound was the read's own)."""
+        wall = datetime.fromisoformat(label).replace(tzinfo=None)
+        start, end = self.start, self.end
+        # a bucket meets a range it ends in; a point, one it is in
+        before = (
+            start is not None
+            and start.tzinfo is None
+            and (wall + width <= start if width is not None else wall < start)
+        )
+        return not before and (end is None or end.tzinfo is not None or wall < end)
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {
+            "start": self.start.isoformat() if self.start else None,
+            "end": self.end.isoformat() if self.end else None,
+        }
+
+
+def _widened(at: datetime | None, by: timedelta) -> datetime | None:
+    if at is None or at.tzinfo is not None:
+        return at
+    try:
+        return (at + by).replace(tzinfo=UTC)
+    except OverflowError:
+        return None  # past the calendar's end: no bound
 
 
 def _int(name: str, default: int, top: int) -> int:
@@ -164,24 +237,49 @@ def series() -> Any:
     r = _reads()
     catalog = r.catalog()  # read once, for the field, the series and the other fields
     info = r.main_field(metric, request.args.get("field") or None, catalog=catalog)
-    bounds = _range()
+    phone = _PhoneRange.of_query()
+    if resolution is None:
+        resolution = reads.auto_resolution(*phone.span())
     found = r.series(
         metric,
         field=info.field,
         resolution=resolution,
         source=request.args.get("source") or None,
-        start=bounds["start"],
-        end=bounds["end"],
         catalog=catalog,
+        limit=reads.MAX_ROWS + _READ_BEYOND.get(resolution, reads.MAX_ROWS),
+        **phone.read(),
     )
-    return found.as_dict() | {
+    kept = [s for s in found.samples if phone.holds(s.t, _width(resolution, s.t))]
+    cut = dataclasses.replace(
+        found,
+        samples=kept[: reads.MAX_ROWS],
+        truncated=found.truncated or len(kept) > reads.MAX_ROWS,
+    )
+    return cut.as_dict() | {
         "sources": list(info.sources),
         "fields": r.field_names(metric, catalog),
         "first": info.first,
         "last": info.last,
-        "start": bounds["start"].isoformat() if bounds["start"] else None,
-        "end": bounds["end"].isoformat() if bounds["end"] else None,
+        **phone.as_dict(),
     }
+
+
+#: the buckets of each resolution a read beyond a wall-clock range's ends may hold (the
+#: clocks' reach on both sides), read on top of the most a reply gives
+_READ_BEYOND = {
+    resolution: int(2 * _CLOCK_REACH / width) + 2 for resolution, width in reads.WIDTHS
+} | {reads.Resolution.MONTH: 4}
+
+
+def _width(resolution: reads.Resolution, label: str) -> timedelta | None:
+    """How long the bucket labelled ``label`` is (None: a raw point)."""
+    if resolution is reads.Resolution.RAW:
+        return None
+    if resolution is reads.Resolution.MONTH:
+        first = date.fromisoformat(label[:10])
+        following = date(first.year + first.month // 12, first.month % 12 + 1, 1)
+        return following - first
+    return dict(reads.WIDTHS)[resolution]
 
 
 @api.get("/daily")
@@ -190,7 +288,9 @@ def daily() -> Any:
     metrics = request.args.getlist("metric")
     if not metrics:
         raise DashboardError(400, "metric: name at least one")
-    return {"days": _reads().daily(metrics, **_range())}
+    phone = _PhoneRange.of_query()
+    days = _reads().daily(metrics, **phone.read())
+    return {"days": [d for d in days if phone.holds(d["day"], timedelta(days=1))]}
 
 
 def resend_advice(metric: str, first: str, last: str) -> str:
@@ -205,7 +305,7 @@ def resend_advice(metric: str, first: str, last: str) -> str:
 @api.get("/coverage")
 def coverage() -> Any:
     """Per metric: points per local day, the gaps (with what to re-send), the late points."""
-    found = _reads().coverage(metric=request.args.get("metric") or None, **_range())
+    found = _reads().coverage(metric=request.args.get("metric") or None, **_utc_range())
     out = []
     for c in found:
         item = c.as_dict()
@@ -221,7 +321,7 @@ def coverage() -> Any:
 @api.get("/sleep")
 def sleep() -> Any:
     """Sleep per night: hours per stage, from the source with the most sleep that night."""
-    nights = _reads().sleep_nights(**_range())
+    nights = _reads().sleep_nights(**_utc_range())
     return {
         "nights": [
             {
@@ -253,7 +353,7 @@ def _workout_head(w: reads.Workout) -> dict[str, Any]:
 @api.get("/workouts")
 def workouts() -> Any:
     """The workouts in [start, end), without their series."""
-    return {"workouts": [_workout_head(w) for w in _reads().workouts(**_range())]}
+    return {"workouts": [_workout_head(w) for w in _reads().workouts(**_utc_range())]}
 
 
 def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
@@ -295,7 +395,10 @@ def records(section: str) -> Any:
     if section not in r.sections():
         raise DashboardError(404, f"no records of section {section!r} in this account's data")
     with_items = request.args.get("items") in ("1", "true", "yes")
-    return {"section": section, "records": r.records(section, with_items=with_items, **_range())}
+    return {
+        "section": section,
+        "records": r.records(section, with_items=with_items, **_utc_range()),
+    }
 
 
 # --- deliveries -------------------------------------------------------------------------------

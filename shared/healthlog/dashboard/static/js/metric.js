@@ -49,6 +49,16 @@ HL.start(async () => {
     return out;
   }
 
+  // the samples with a band between the gaps withBreaks marks, a list a run
+  function runs(samples) {
+    const out = [[]];
+    for (const p of samples) {
+      if (p.gap) out.push([]);
+      else if (p.min !== null && p.max !== null) out[out.length - 1].push(p);
+    }
+    return out.filter((run) => run.length);
+  }
+
   function traces(series) {
     const s = Object.assign({}, series, { samples: withBreaks(series) });
     const label = state.source || (s.resolution === "raw" ? null : "all sources");
@@ -65,11 +75,15 @@ HL.start(async () => {
     const band = s.resolution !== "raw";
     const out = [];
     if (band) {
-      out.push({ type: "scatter", mode: "lines", name: "min", x, y: s.samples.map((p) => p.min),
-                 line: { width: 0 }, hoverinfo: "skip", showlegend: false, connectgaps: false });
-      out.push({ type: "scatter", mode: "lines", name: "min–max", x, y: s.samples.map((p) => p.max),
-                 fill: "tonexty", fillcolor: "rgba(47,111,219,0.18)", line: { width: 0 },
-                 hoverinfo: "skip", connectgaps: false });
+      // the band a closed shape per run of buckets between two gaps: filled to the
+      // trace before it, a band would bridge a gap and lean on the wrong edge there
+      for (const run of runs(s.samples)) {
+        out.push({ type: "scatter", mode: "lines", name: "min–max",
+                   x: run.map((p) => p.t).concat(run.map((p) => p.t).reverse()),
+                   y: run.map((p) => p.max).concat(run.map((p) => p.min).reverse()),
+                   fill: "toself", fillcolor: "rgba(47,111,219,0.18)", line: { width: 0 },
+                   hoverinfo: "skip", showlegend: !out.length, legendgroup: "band" });
+      }
     }
     out.push({
       type: "scatter", mode: s.samples.length > 400 ? "lines" : "lines+markers",
