@@ -26,7 +26,15 @@ from healthlog.model import ParseStatus
 from healthlog.retention import retain
 
 from tests import browser
-from tests.dashboard_data import BOB_SOURCE, BOB_STEPS, GAP, WORKOUT_ID, Folded, build
+from tests.dashboard_data import (
+    ALICE_SOURCE,
+    BOB_SOURCE,
+    BOB_STEPS,
+    GAP,
+    WORKOUT_ID,
+    Folded,
+    build,
+)
 
 PAGES = {
     "overview": "/",
@@ -182,6 +190,32 @@ def test_no_chart_offers_a_button_or_link_off_the_machine(driver: Any, site: Sit
         assert not foreign, f"{path} links to other hosts: {foreign}"
         assert found["config"].get("showSendToCloud") is False
         assert found["config"].get("displaylogo") is False
+
+
+def test_a_day_that_is_no_date_is_said_so_and_the_whole_range_drawn(
+    driver: Any, site: Site
+) -> None:
+    visit(driver, site.url, "/metrics/step_count?day=2026-02-31", None, "")
+    said = driver.find_element("id", "message").text
+    assert said == 'day: "2026-02-31" is not a date (YYYY-MM-DD); showing the whole range.'
+    chart = driver.find_element("id", "chart")
+    assert chart.get_attribute("data-resolution") == "day"
+    assert int(chart.get_attribute("data-count")) == len(site.folded.steps)
+
+
+def test_the_metrics_list_says_its_times_are_utc_and_names_the_sources(
+    driver: Any, site: Site
+) -> None:
+    visit(driver, site.url, "/metrics", None, "")
+    table = driver.find_element("css selector", "#content table")
+    heads = [th.text for th in table.find_elements("css selector", "thead th")]
+    assert heads[5:] == ["first (UTC)", "last (UTC)", "sources"]
+    steps = next(
+        [td.text for td in row.find_elements("css selector", "td")]
+        for row in table.find_elements("css selector", "tbody tr")
+        if row.find_elements("css selector", "td")[0].text == "step_count"
+    )
+    assert steps[7] == ALICE_SOURCE
 
 
 def test_a_discrete_metric_is_an_average_with_its_band(driver: Any, site: Site) -> None:

@@ -332,10 +332,13 @@ def test_sign_in_shows_only_the_tokens_account(folded: tuple[Folded, Path]) -> N
         assert get(client, url, 401)["status"] == 401
     page = client.get("/coverage")
     assert page.status_code == 302 and page.headers["Location"].endswith("/sign-in")
-    assert client.get("/sign-in").status_code == 200
+    form = client.get("/sign-in")
+    assert form.status_code == 200
+    assert "<title>Sign in · healthlog</title>" in form.get_data(as_text=True)
 
     refused = client.post("/sign-in", data={"token": "hl_wrong"})
     assert refused.status_code == 401 and "hl_wrong" not in refused.get_data(as_text=True)
+    assert "<title>Sign in · healthlog</title>" in refused.get_data(as_text=True)
     assert SESSION_COOKIE not in refused.headers.get("Set-Cookie", "")
 
     signed = client.post("/sign-in", data={"token": data.bob.token})

@@ -197,7 +197,7 @@ def create_app(
     def sign_in_form() -> Any:
         if not options.require_sign_in:
             return redirect(url_for("overview"))
-        return render_template("sign_in.html", page="sign-in", error=None)
+        return render_template("sign_in.html", page="sign-in", title="Sign in", error=None)
 
     @app.post("/sign-in")
     def sign_in() -> Any:
@@ -209,7 +209,7 @@ def create_app(
             log.event(logger, logging.INFO, "dashboard.sign_in_refused")
             # the token is not repeated: it may be a real one, mistyped
             refused = "No account has this token."
-            html = render_template("sign_in.html", page="sign-in", error=refused)
+            html = render_template("sign_in.html", page="sign-in", title="Sign in", error=refused)
             return Response(html, status=401, mimetype="text/html")
         log.event(logger, logging.INFO, "dashboard.signed_in", account_id=account.id)
         response = redirect(url_for("overview"))

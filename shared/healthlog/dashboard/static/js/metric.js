@@ -8,11 +8,17 @@ HL.start(async () => {
   const state = { field: here.get("field") || "", source: here.get("source") || "",
                   resolution: here.get("resolution") || "", start: null, end: null };
   const day = here.get("day");
-  if (day) {
-    const next = new Date(Date.parse(day) + 86400000).toISOString().slice(0, 10);
-    state.start = day;
-    state.end = next;
+  // a real day only: Date.parse takes 2026-02-31 for March 3rd, the round trip does not
+  const parsed = /^\d{4}-\d\d-\d\d$/.test(day || "") ? Date.parse(day + "T00:00:00Z") : NaN;
+  const real = !Number.isNaN(parsed) && new Date(parsed).toISOString().slice(0, 10) === day;
+  const dayAt = real ? parsed : NaN;
+  if (day && Number.isNaN(dayAt)) {
+    HL.say(`day: "${day}" is not a date (YYYY-MM-DD); showing the whole range.`);
+  } else if (day) {
+    state.start = day;  // the phone's day: /api/series reads it on the phone's clock
+    state.end = new Date(dayAt + 86400000).toISOString().slice(0, 10);
   }
+  const told = Boolean(day && Number.isNaN(dayAt));
   const chart = el("div", { class: "chart", id: "chart" });
   const source = el("select", { id: "source" }, el("option", { value: "", text: "all sources" }));
   const field = el("select", { id: "field" });
@@ -123,7 +129,7 @@ HL.start(async () => {
     if (state.start && state.end) layout.xaxis.range = [state.start, state.end];
     await Plotly.react(chart, traces(s), layout, HL.plotConfig);
     if (!s.samples.length) HL.say("No points in this range.");
-    else HL.say("");
+    else if (!told || drawn) HL.say("");
     if (!drawn) {
       drawn = true;
       chart.on("plotly_relayout", (change) => {

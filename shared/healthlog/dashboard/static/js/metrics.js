@@ -8,11 +8,14 @@ HL.start(async () => {
     HL.content();
     return;
   }
+  // the catalog's extent is the points' UTC starts (their offsets are not kept there)
+  const named = (sources) => sources.length <= 3 ? sources.join(", ")
+    : `${sources.slice(0, 3).join(", ")} and ${sources.length - 3} more`;
   HL.content(HL.table(
-    ["metric", "field", "unit", "kind", "points", "first", "last", "sources"],
+    ["metric", "field", "unit", "kind", "points", "first (UTC)", "last (UTC)", "sources"],
     metrics.map((m) => [
       el("a", { href: HL.link("/metrics/" + encodeURIComponent(m.metric), { field: m.field }), text: m.metric }),
       m.field, m.unit, m.kind, HL.number(m.points, 0), HL.when(m.first), HL.when(m.last),
-      m.sources.length]),
-    [4, 7]));
+      named(m.sources) || "–"]),
+    [4]));
 });
