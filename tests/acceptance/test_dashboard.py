@@ -218,6 +218,17 @@ def test_the_metrics_list_says_its_times_are_utc_and_names_the_sources(
     assert steps[7] == ALICE_SOURCE
 
 
+def test_a_workouts_distance_is_what_the_phone_sent(driver: Any, site: Site) -> None:
+    """Not the few fixes of its route: the 5.2 km sent; the route's own figure only where
+    nothing was sent, and said to be the route's."""
+    visit(driver, site.url, PAGES["workout"], None, "")
+    terms = driver.find_elements("css selector", "dl.facts dt")
+    values = driver.find_elements("css selector", "dl.facts dd")
+    facts = {t.text: v.text for t, v in zip(terms, values, strict=True)}
+    assert facts["distance"] == "5.2 km"
+    assert facts["elevation gain"].endswith(" m (from the route)")
+
+
 def test_a_discrete_metric_is_an_average_with_its_band(driver: Any, site: Site) -> None:
     visit(driver, site.url, "/metrics/resting_heart_rate", None, "")
     traces = driver.execute_script(

@@ -6,11 +6,20 @@ HL.start(async () => {
   const w = await HL.api("workouts/" + encodeURIComponent(HL.data("identity")));
   document.getElementById("title").textContent = w.name || "Workout";
   const r = w.route_summary;
+  // what the phone sent ({qty, units}, or a bare number), else what the route gives: a
+  // route of one fix or none gives nothing
+  const sent = (value) => (value && typeof value === "object" && typeof value.qty === "number")
+    ? `${HL.number(value.qty, 2)} ${value.units || ""}`.trim()
+    : (typeof value === "number" ? HL.number(value, 2) : null);
+  const body = w.body || {};
+  const routed = r.points > 1;
   const facts = el("dl", { class: "facts" }, [
     ["start", HL.when(w.start)], ["end", HL.when(w.end)], ["source", w.source || "–"],
     ["location", w.location || "–"], ["route points", HL.number(r.points, 0)],
-    ["distance (route)", HL.number(r.distance_m / 1000, 2) + " km"],
-    ["elevation gain", HL.number(r.elevation_gain_m, 0) + " m"],
+    ["distance", sent(body.distance)
+      || (routed ? HL.number(r.distance_m / 1000, 2) + " km (from the route)" : "–")],
+    ["elevation gain", sent(body.elevationUp)
+      || (routed ? HL.number(r.elevation_gain_m, 0) + " m (from the route)" : "–")],
     ["series", w.series.join(", ") || "–"],
   ].flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]));
   const hr = el("div", { class: "chart small", id: "heart-rate" });
@@ -21,7 +30,9 @@ HL.start(async () => {
   if (w.heart_rate.length) {
     const unit = w.heart_rate[0].unit || "count/min";
     await Plotly.newPlot(hr, [{
-      type: "scatter", mode: "lines", name: "heart rate", x: w.heart_rate.map((p) => p.t),
+      // a lone reading is a marker: a line of one point draws nothing
+      type: "scatter", mode: w.heart_rate.length > 1 ? "lines" : "markers", name: "heart rate",
+      x: w.heart_rate.map((p) => p.t),
       y: w.heart_rate.map((p) => p.qty), line: { color: "#c93c3c" },
       hovertemplate: `%{x}<br><b>%{y} ${unit}</b><br>${w.source || ""}<extra></extra>`,
     }], Object.assign({}, HL.plotLayout, { xaxis: { type: "date" }, yaxis: { title: { text: unit } } }),
@@ -32,7 +43,8 @@ HL.start(async () => {
   if (w.route.length) {
     const lat = w.route.reduce((a, p) => a + p.lat, 0) / w.route.length;
     await Plotly.newPlot(route, [{
-      type: "scatter", mode: "lines", name: "route", x: w.route.map((p) => p.lon), y: w.route.map((p) => p.lat),
+      type: "scatter", mode: w.route.length > 1 ? "lines" : "markers", name: "route",
+      x: w.route.map((p) => p.lon), y: w.route.map((p) => p.lat),
       customdata: w.route.map((p) => p.alt), line: { color: "#2f6fdb", width: 3 },
       hovertemplate: "lon %{x:.5f}, lat %{y:.5f}<br>altitude %{customdata} m<extra></extra>",
     }], Object.assign({}, HL.plotLayout, {
