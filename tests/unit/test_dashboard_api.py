@@ -8,6 +8,7 @@ nothing is logged but route patterns.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -319,6 +320,21 @@ def test_an_account_fixed_by_name_cannot_be_switched(alice: FlaskClient) -> None
         for p in steps["samples"]  # type: ignore[union-attr]
     ]
     assert get(alice, "/api/session")["accounts"] == ["alice"]
+
+
+def test_every_link_of_a_page_keeps_the_account_in_view(folded: tuple[Folded, Path]) -> None:
+    """With several accounts the one in view is ?account=: the navigation, the brand and
+    an error page's way back keep it (before, the brand and error pages dropped it)."""
+    client = make_app(folded[1]).test_client()
+    for url, status in (("/coverage?account=bob", 200), ("/metrics/nothing?account=bob", 404)):
+        page = client.get(url)
+        assert page.status_code == status
+        html = page.get_data(as_text=True)
+        hrefs = re.findall(r'href="(/[^"]*)"', html)
+        pages = [h for h in hrefs if not h.startswith("/static/")]
+        assert pages and all(h.endswith("?account=bob") for h in pages), pages
+    plain = client.get("/coverage").get_data(as_text=True)
+    assert 'href="/coverage"' in plain and "?account=" not in plain
 
 
 # --- sign-in ----------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from flask import Flask, Response, g, redirect, render_template, request, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
@@ -97,6 +98,14 @@ def create_app(
     app.config["PROPAGATE_EXCEPTIONS"] = False
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # the sign-in form is all that is posted
     app.extensions["healthlog"] = {"journal": journal, "archive": archive, "options": options}
+
+    @app.template_global()
+    def in_view(path: str) -> str:
+        """``path`` with the ``?account=`` this page was asked with, so that every link of
+        a page (its navigation, an error page's way back) stays on the account in view."""
+        chosen = request.args.get("account")
+        return path if not chosen else f"{path}?{urlencode({'account': chosen})}"
+
     # a random key per process: sessions end with the process, no key to keep or leak
     signer = URLSafeTimedSerializer(secrets.token_bytes(32), salt="healthlog-dashboard")
 

@@ -132,9 +132,9 @@ const HL = (() => {
   // the navigation's current page, and the account in view (a selector when several)
   async function frame() {
     const page = document.body.dataset.page;
+    // (the links carry the account in view already: the server writes them so)
     for (const a of document.querySelectorAll("header nav a")) {
       if ((a.dataset.nav || "").split(" ").includes(page)) a.classList.add("active");
-      if (account) a.href = link(a.getAttribute("href"));
     }
     const box = document.getElementById("account");
     if (!box) return null;
