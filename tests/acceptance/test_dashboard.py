@@ -151,6 +151,12 @@ def test_the_metric_chart_draws_the_folded_points_and_zooms_finer(
         "return document.querySelector('.js-plotly-plot').data.find(t => t.name == 'sum').y"
     )
     assert sum(ys) == site.folded.steps["2026-03-02"] and len(ys) == 3
+    # a hover says the time of day of a minute's bucket, not its day alone
+    said = driver.execute_script(
+        "return document.querySelector('.js-plotly-plot').data.find(t => t.name == 'sum')"
+        ".xhoverformat"
+    )
+    assert said == "%Y-%m-%d %H:%M"
     assert not browser.console_errors(driver)
     driver.save_screenshot(str(tmp_path / "metric-zoomed.png"))
     print(f"screenshot of the zoomed chart: {tmp_path / 'metric-zoomed.png'}")

@@ -39,6 +39,10 @@ HL.start(async () => {
   let busy = 0;
 
   const widths = { minute: 60e3, hour: 3600e3, day: 86400e3, week: 7 * 86400e3 };
+  // how a hover writes a sample's time: to the second for a raw point, as fine as its
+  // bucket otherwise (plotly's default for a date axis may say the day alone)
+  const hoverTimes = { raw: "%Y-%m-%d %H:%M:%S", minute: "%Y-%m-%d %H:%M", hour: "%Y-%m-%d %H:%M",
+                       day: "%Y-%m-%d", week: "week of %Y-%m-%d", month: "%B %Y" };
 
   // a bucket missing between two others breaks the line: a gap in the data shows
   function withBreaks(s) {
@@ -74,6 +78,7 @@ HL.start(async () => {
     if (s.kind === "cumulative") {
       return [{
         type: "bar", name: "sum", x, y: s.samples.map((p) => p.value), customdata: sources,
+        xhoverformat: hoverTimes[s.resolution],
         marker: { color: "#2f6fdb" },
         hovertemplate: `%{x}<br><b>%{y} ${unit}</b><br>%{customdata}<extra>${s.resolution}</extra>`,
       }];
@@ -94,6 +99,7 @@ HL.start(async () => {
     out.push({
       type: "scatter", mode: s.samples.length > 400 ? "lines" : "lines+markers",
       name: band ? "average" : "value", x, y: s.samples.map((p) => p.value),
+      xhoverformat: hoverTimes[s.resolution],
       customdata: s.samples.map((p, i) => [sources[i], p.min, p.max, p.count]),
       line: { color: "#2f6fdb", width: 2 }, marker: { size: 5 },
       hovertemplate: band
