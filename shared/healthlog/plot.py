@@ -42,6 +42,8 @@ from healthlog.reads import (
     Resolution,
     Series,
     auto_resolution,
+    next_bucket,
+    sample_time,
 )
 
 if TYPE_CHECKING:
@@ -279,18 +281,6 @@ def plot_nights(nights: Sequence[Night], path: Path) -> Drawn:
 
 
 # --- times ----------------------------------------------------------------------------------
-
-
-def sample_time(t: str) -> datetime:
-    """A sample's time on the phone's clock: a bucket's label, or a raw time, offset dropped."""
-    return datetime.fromisoformat(t).replace(tzinfo=None)
-
-
-def next_bucket(at: datetime, resolution: Resolution) -> datetime:
-    """The start of the bucket after the one starting at ``at``."""
-    if resolution is Resolution.MONTH:
-        return at.replace(year=at.year + at.month // 12, month=at.month % 12 + 1, day=1)
-    return at + _WIDTHS[resolution]
 
 
 def gaps(times: Sequence[datetime], resolution: Resolution) -> set[int]:

@@ -354,6 +354,23 @@ def local_text(utc_text: str | None, offset_min: int | None) -> str | None:
         return at.isoformat()
 
 
+def _units(catalog: Sequence[MetricInfo], metric: str, field: str) -> list[MetricInfo]:
+    """The catalog's rows of one field: one a unit it is stored in."""
+    return [info for info in catalog if info.metric == metric and info.field == field]
+
+
+def sample_time(t: str) -> datetime:
+    """A sample's time on the phone's clock: a bucket's label, or a raw time, offset dropped."""
+    return datetime.fromisoformat(t).replace(tzinfo=None)
+
+
+def next_bucket(at: datetime, resolution: Resolution) -> datetime:
+    """The start of the bucket after the one starting at ``at`` (not for raw points)."""
+    if resolution is Resolution.MONTH:
+        return at.replace(year=at.year + at.month // 12, month=at.month % 12 + 1, day=1)
+    return at + dict(WIDTHS)[resolution]
+
+
 def auto_resolution(
     start: datetime | None, end: datetime | None, max_buckets: int = MAX_BUCKETS
 ) -> Resolution:
@@ -566,7 +583,7 @@ class Reads:
         if catalog is None:
             catalog = self.catalog()
         main = self.main_field(metric, field, catalog=catalog)
-        units = [i for i in catalog if i.metric == metric and i.field == main.field]
+        units = _units(catalog, metric, main.field)
         if len(units) == 1:
             return main
         chosen = self._range_unit(main, units, start, end, source)
@@ -614,7 +631,7 @@ class Reads:
     ) -> Series:
         """``series`` of one field, without the band of its Min and Max."""
         info = self.range_field(metric, field, start=start, end=end, source=source, catalog=catalog)
-        several = sum(1 for i in catalog if i.metric == metric and i.field == info.field) > 1
+        several = len(_units(catalog, metric, info.field)) > 1
         unit = info.unit if several else None  # no filter where the field has one unit
         if resolution is None:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))

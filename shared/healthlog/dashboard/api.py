@@ -1,8 +1,9 @@
 """The dashboard's read API: JSON under ``/api/``, one account's data (docs/dashboard.md).
 
 Every endpoint reads through ``healthlog.reads.Reads`` for the account in view (see
-``app.py``); times in query strings are ISO 8601 dates or date-times (UTC when they
-carry no offset), half open: ``start`` inclusive, ``end`` exclusive.
+``app.py``); times in query strings are ISO 8601 dates or date-times, half open:
+``start`` inclusive, ``end`` exclusive. Without an offset a time is the phone's wall
+clock for ``/api/series`` and ``/api/daily`` (``_PhoneRange``), UTC elsewhere.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -105,17 +106,18 @@ class _PhoneRange:
         """The bounds as instants, for the length of the range (a resolution's choice)."""
         return _as_utc(self.start), _as_utc(self.end)
 
-    def holds(self, label: str, width: timedelta | None) -> bool:
+    def holds(self, label: str, resolution: reads.Resolution) -> bool:
         """Whether a sample labelled ``label`` (a bucket's local start, a raw point's
-        local time with its offset), ``width`` long (None: a point), meets the range's
-        wall-clock bounds (an instant's bound was the read's own)."""
-        wall = datetime.fromisoformat(label).replace(tzinfo=None)
+        local time with its offset) at ``resolution`` meets the range's wall-clock
+        bounds (an instant's bound was the read's own)."""
+        wall = reads.sample_time(label)
         start, end = self.start, self.end
         # a bucket meets a range it ends in; a point, one it is in
+        last = wall if resolution is reads.Resolution.RAW else reads.next_bucket(wall, resolution)
         before = (
             start is not None
             and start.tzinfo is None
-            and (wall + width <= start if width is not None else wall < start)
+            and (last < start if resolution is reads.Resolution.RAW else last <= start)
         )
         return not before and (end is None or end.tzinfo is not None or wall < end)
 
@@ -236,8 +238,15 @@ def series() -> Any:
         raise DashboardError(400, f"resolution: one of {known}") from None
     r = _reads()
     catalog = r.catalog()  # read once, for the field, the series and the other fields
-    info = r.main_field(metric, request.args.get("field") or None, catalog=catalog)
     phone = _PhoneRange.of_query()
+    # in the unit the series reads (a field stored in two), for its sources and extent
+    info = r.range_field(
+        metric,
+        request.args.get("field") or None,
+        source=request.args.get("source") or None,
+        catalog=catalog,
+        **phone.read(),
+    )
     if resolution is None:
         resolution = reads.auto_resolution(*phone.span())
     found = r.series(
@@ -249,7 +258,7 @@ def series() -> Any:
         limit=reads.MAX_ROWS + _READ_BEYOND.get(resolution, reads.MAX_ROWS),
         **phone.read(),
     )
-    kept = [s for s in found.samples if phone.holds(s.t, _width(resolution, s.t))]
+    kept = [s for s in found.samples if phone.holds(s.t, resolution)]
     cut = dataclasses.replace(
         found,
         samples=kept[: reads.MAX_ROWS],
@@ -271,17 +280,6 @@ _READ_BEYOND = {
 } | {reads.Resolution.MONTH: 4}
 
 
-def _width(resolution: reads.Resolution, label: str) -> timedelta | None:
-    """How long the bucket labelled ``label`` is (None: a raw point)."""
-    if resolution is reads.Resolution.RAW:
-        return None
-    if resolution is reads.Resolution.MONTH:
-        first = date.fromisoformat(label[:10])
-        following = date(first.year + first.month // 12, first.month % 12 + 1, 1)
-        return following - first
-    return dict(reads.WIDTHS)[resolution]
-
-
 @api.get("/daily")
 def daily() -> Any:
     """A day a row for the metrics named (``metric`` repeated): each day's sum or average."""
@@ -290,7 +288,7 @@ def daily() -> Any:
         raise DashboardError(400, "metric: name at least one")
     phone = _PhoneRange.of_query()
     days = _reads().daily(metrics, **phone.read())
-    return {"days": [d for d in days if phone.holds(d["day"], timedelta(days=1))]}
+    return {"days": [d for d in days if phone.holds(d["day"], reads.Resolution.DAY)]}
 
 
 def resend_advice(metric: str, first: str, last: str) -> str:
