@@ -24,15 +24,14 @@ and a replay that made a delivery ``partial`` or ``failed`` meanwhile keeps its 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from healthlog import ids, log
 from healthlog.archive.port import Archive
-from healthlog.journal.port import ZERO_CURSOR, BodyRef, Journal
+from healthlog.journal.port import ZERO_CURSOR, Journal
 from healthlog.journal.rows import to_text
-from healthlog.model import Cursor
 
 logger = logging.getLogger("healthlog.retention")
 
@@ -114,18 +113,3 @@ def retain(
     if report.removed:
         log.event(logger, logging.INFO, "retention.removed", bodies=report.removed)
     return report
-
-
-def removed_ids(journal: Journal, account_id: str | None = None) -> set[str]:
-    """The ids of the deliveries whose bodies retention removed."""
-    return {
-        ref.delivery_id
-        for ref in _pages(lambda after: journal.removed_bodies(after, PAGE, account_id))
-    }
-
-
-def _pages(page_after: Callable[[Cursor], list[BodyRef]]) -> Iterator[BodyRef]:
-    after = ZERO_CURSOR
-    while page := page_after(after):
-        yield from page
-        after = page[-1].cursor

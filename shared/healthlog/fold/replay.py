@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from healthlog.fold.player import Player
 from healthlog.journal.port import Journal
 from healthlog.model import ParseStatus, Tally
-from healthlog.retention import removed_ids
 
 
 @dataclass
@@ -60,11 +59,10 @@ def replay(
     chosen = journal.deliveries(status=status, uncovered_key=uncovered_key, account_id=account_id)
     if failure is not None:
         chosen = [d for d in chosen if d.failure == failure]
-    gone = removed_ids(journal, account_id)
-    if gone:
-        kept = [d for d in chosen if d.id not in gone]
-        report.body_removed = len(chosen) - len(kept)
-        chosen = kept
+    # each delivery says whether retention removed its body: no lookup of its own
+    kept = [d for d in chosen if d.body_removed_at is None]
+    report.body_removed = len(chosen) - len(kept)
+    chosen = kept
     for done, delivery in enumerate(chosen, start=1):
         outcome = player.play(delivery.id, dry_run=dry_run)
         report.tally.add(outcome)
