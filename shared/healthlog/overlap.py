@@ -45,10 +45,9 @@ from typing import Generic, TypeVar
 from healthlog.config import DEFAULT_SOURCE_PRIORITY, priority_fragments
 from healthlog.journal.port import BucketRow
 
-DEFAULT_PRIORITY = DEFAULT_SOURCE_PRIORITY
 #: a day of the phone's clock holds UTC starts up to this far beyond its UTC day: the
 #: offsets in use reach 14 hours, and the parser takes any under a day
-_DAY_REACH = timedelta(hours=24)
+DAY_REACH = timedelta(hours=24)
 
 T = TypeVar("T")
 
@@ -76,7 +75,7 @@ class SourcePriority:
         return best, source
 
 
-DEFAULT = SourcePriority.parse(DEFAULT_PRIORITY)
+DEFAULT = SourcePriority.parse(DEFAULT_SOURCE_PRIORITY)
 
 
 @dataclass(slots=True)
@@ -143,7 +142,7 @@ def counted(
 def _horizon(start: str) -> str:
     """The first day of the phone's clock a point starting at ``start`` may still join."""
     try:
-        return (_instant(start) - _DAY_REACH).date().isoformat()
+        return (_instant(start) - DAY_REACH).date().isoformat()
     except OverflowError:  # the calendar's first day
         return "0001-01-01"
 

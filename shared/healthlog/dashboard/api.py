@@ -16,7 +16,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
-from healthlog import ids, reads
+from healthlog import ids, overlap, reads
 from healthlog.archive.port import Archive
 from healthlog.dashboard.app import DashboardError
 from healthlog.errors import ArchiveUnavailable, BodyMissing
@@ -76,8 +76,9 @@ def _as_utc(at: datetime | None) -> datetime | None:
     return at if at is None or at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
-#: how far a phone's clock may be from UTC (the offsets in use reach 14 hours)
-_CLOCK_REACH = timedelta(hours=14)
+#: how far a phone's clock may be from UTC: the offsets in use reach 14 hours, and the
+#: parser takes any under a day, as the overlap rule reads its days
+_CLOCK_REACH = overlap.DAY_REACH
 
 
 @dataclass(frozen=True, slots=True)
