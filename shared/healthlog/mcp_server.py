@@ -390,6 +390,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
                 source=source,
                 limit=top,
                 catalog=known,
+                info=info,
             )
             out: dict[str, Any] = {
                 "metric": metric,
@@ -462,7 +463,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
                     "unit": info.unit,
                     "value_is": "sum" if info.kind is reads.Kind.CUMULATIVE else "average",
                 }
-            days = r.daily(metrics, start=first, end=last)
+            days = r.daily(metrics, start=first, end=last, catalog=known)
             shown, cut = _cut(days, top, "narrow the range (start, end)")
             return {"metrics": units, "days": shown, **cut}
 

@@ -168,6 +168,7 @@ def plot_metric(
         resolution=resolution,
         source=source,
         catalog=catalog,
+        info=info,
     )
     if not any(s.value is not None for s in series.samples):
         raise NothingToPlot(_empty(metric, info.field, start, end, [info], source))

@@ -506,8 +506,12 @@ class Reads:
         source: str | None = None,
         limit: int = MAX_ROWS,
         catalog: Sequence[MetricInfo] | None = None,
+        info: MetricInfo | None = None,
     ) -> Series:
         """A metric field over [start, end) at a resolution (default: from the range).
+
+        ``info``: the field as ``range_field`` gave it for these bounds and source, when
+        the caller has it already (the unit is not chosen again).
 
         A field stored in more than one unit (one the phone's preferences change and no
         conversion relates, such as glucose in mg/dL and mmol/L) is read in one unit
@@ -520,7 +524,11 @@ class Reads:
         """
         if catalog is None:
             catalog = self.catalog()
-        found = self._series(metric, field, start, end, resolution, source, limit, catalog)
+        if info is None:
+            info = self.range_field(
+                metric, field, start=start, end=end, source=source, catalog=catalog
+            )
+        found = self._series(info, start, end, resolution, source, limit, catalog)
         return self._with_band(found, start, end, source, limit, catalog)
 
     def _with_band(
@@ -546,9 +554,10 @@ class Reads:
         raw = series.resolution is Resolution.RAW
         bounds = []
         for name in ("min", "max"):
-            found = self._series(
-                series.metric, name, start, end, series.resolution, source, limit, catalog
+            info = self.range_field(
+                series.metric, name, start=start, end=end, source=source, catalog=catalog
             )
+            found = self._series(info, start, end, series.resolution, source, limit, catalog)
             if found.unit != series.unit:
                 return series  # its main unit is another: nothing to band with
             bounds.append(
@@ -620,8 +629,7 @@ class Reads:
 
     def _series(
         self,
-        metric: str,
-        field: str | None,
+        info: MetricInfo,
         start: datetime | str | None,
         end: datetime | str | None,
         resolution: Resolution | None,
@@ -629,8 +637,9 @@ class Reads:
         limit: int,
         catalog: Sequence[MetricInfo],
     ) -> Series:
-        """``series`` of one field, without the band of its Min and Max."""
-        info = self.range_field(metric, field, start=start, end=end, source=source, catalog=catalog)
+        """``series`` of the field ``info`` (``range_field``'s), without the band of its
+        Min and Max."""
+        metric = info.metric
         several = len(_units(catalog, metric, info.field)) > 1
         unit = info.unit if several else None  # no filter where the field has one unit
         if resolution is None:
@@ -842,10 +851,12 @@ class Reads:
         *,
         start: datetime | str | None = None,
         end: datetime | str | None = None,
+        catalog: Sequence[MetricInfo] | None = None,
     ) -> list[dict[str, Any]]:
         """A day a row: for each metric its day's value (sum or average), in day order."""
         days: dict[str, dict[str, Any]] = {}
-        catalog = self.catalog()
+        if catalog is None:
+            catalog = self.catalog()
         for metric in metrics:
             series = self.series(
                 metric, start=start, end=end, resolution=Resolution.DAY, catalog=catalog

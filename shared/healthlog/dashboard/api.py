@@ -96,12 +96,9 @@ class _PhoneRange:
         found = _range()
         return cls(found["start"], found["end"])
 
-    def read(self) -> dict[str, datetime | None]:
+    def read(self) -> tuple[datetime | None, datetime | None]:
         """The instants to read: a wall-clock bound widened by the clocks' reach."""
-        return {
-            "start": _widened(self.start, -_CLOCK_REACH),
-            "end": _widened(self.end, _CLOCK_REACH),
-        }
+        return _widened(self.start, -_CLOCK_REACH), _widened(self.end, _CLOCK_REACH)
 
     def span(self) -> tuple[datetime | None, datetime | None]:
         """The bounds as instants, for the length of the range (a resolution's choice)."""
@@ -240,24 +237,22 @@ def series() -> Any:
     r = _reads()
     catalog = r.catalog()  # read once, for the field, the series and the other fields
     phone = _PhoneRange.of_query()
+    start, end = phone.read()
+    source = request.args.get("source") or None
     # in the unit the series reads (a field stored in two), for its sources and extent
-    info = r.range_field(
-        metric,
-        request.args.get("field") or None,
-        source=request.args.get("source") or None,
-        catalog=catalog,
-        **phone.read(),
-    )
+    field = request.args.get("field") or None
+    info = r.range_field(metric, field, start=start, end=end, source=source, catalog=catalog)
     if resolution is None:
         resolution = reads.auto_resolution(*phone.span())
     found = r.series(
         metric,
-        field=info.field,
         resolution=resolution,
-        source=request.args.get("source") or None,
+        source=source,
+        start=start,
+        end=end,
         catalog=catalog,
+        info=info,
         limit=reads.MAX_ROWS + _READ_BEYOND.get(resolution, reads.MAX_ROWS),
-        **phone.read(),
     )
     kept = [s for s in found.samples if phone.holds(s.t, resolution)]
     cut = dataclasses.replace(
@@ -288,7 +283,8 @@ def daily() -> Any:
     if not metrics:
         raise DashboardError(400, "metric: name at least one")
     phone = _PhoneRange.of_query()
-    days = _reads().daily(metrics, **phone.read())
+    start, end = phone.read()
+    days = _reads().daily(metrics, start=start, end=end)
     return {"days": [d for d in days if phone.holds(d["day"], reads.Resolution.DAY)]}
 
 
