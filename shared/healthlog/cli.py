@@ -32,7 +32,7 @@ import click
 
 from healthlog import accounts, files, ranges
 from healthlog.config import Settings
-from healthlog.errors import HealthlogError
+from healthlog.errors import HealthlogError, plotly_missing
 from healthlog.journal.port import Journal
 from healthlog.model import Account, ParseStatus
 
@@ -457,8 +457,6 @@ def serve(
                 click.echo(f"the dashboard (read-only) is at    {url}")
                 if options.dashboard_host not in ("127.0.0.1", "::1", "localhost"):
                     click.echo("  (it asks for an account's token and shows only that account)")
-                from healthlog.dashboard.app import plotly_missing
-
                 if (missing := plotly_missing()) is not None:
                     click.echo(f"  ({missing})")
             else:
@@ -528,7 +526,6 @@ def dashboard(
     from healthlog import serve as stack
     from healthlog.dashboard import DashboardOptions, create_app
     from healthlog.dashboard import server as dashboard_server
-    from healthlog.dashboard.app import plotly_missing
 
     settings = obtain_settings()
     with store.opened(settings, "read", archive=True) as opened:

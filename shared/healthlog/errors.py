@@ -23,6 +23,24 @@ def needs_extra(command: str, extra: str, purpose: str = "") -> str:
     return f"{command} needs the extra{for_what}: pip install 'healthlog[{extra}]'"
 
 
+#: what the dashboard says (at start, on its chart pages, for plotly.js) without plotly
+PLOTLY_MISSING = needs_extra("healthlog dashboard", "dashboard", "for its charts (plotly.js)")
+
+
+def plotly_missing() -> str | None:
+    """``PLOTLY_MISSING`` when the plotly package, which ships plotly.js, cannot be
+    imported (installed without the ``dashboard`` extra); None when it can. Here, not in
+    the dashboard's package, so that ``healthlog serve``'s banner asks without importing
+    Flask."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("plotly")
+    except (ImportError, ValueError):
+        found = None
+    return PLOTLY_MISSING if found is None else None
+
+
 class HealthlogError(Exception):
     """healthlog failed."""
 

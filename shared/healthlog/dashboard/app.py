@@ -15,7 +15,6 @@ The account a request sees:
 from __future__ import annotations
 
 import functools
-import importlib.util
 import logging
 import secrets
 import time
@@ -31,7 +30,7 @@ from werkzeug.exceptions import HTTPException
 
 from healthlog import log, overlap, reads, tokens
 from healthlog.archive.port import Archive
-from healthlog.errors import needs_extra
+from healthlog.errors import PLOTLY_MISSING, plotly_missing
 from healthlog.journal.port import Journal
 from healthlog.model import Account
 
@@ -60,19 +59,6 @@ class DashboardOptions:
 
 #: the pages that draw charts, and so load plotly.js
 CHART_PAGES = frozenset({"metric", "records", "sleep", "workout"})
-
-#: what the dashboard says (at start, on its chart pages, for plotly.js) without plotly
-PLOTLY_MISSING = needs_extra("healthlog dashboard", "dashboard", "for its charts (plotly.js)")
-
-
-def plotly_missing() -> str | None:
-    """``PLOTLY_MISSING`` when the plotly package, which ships plotly.js, cannot be
-    imported (installed without the ``dashboard`` extra); None when it can."""
-    try:
-        found = importlib.util.find_spec("plotly")
-    except (ImportError, ValueError):
-        found = None
-    return PLOTLY_MISSING if found is None else None
 
 
 class DashboardError(Exception):
