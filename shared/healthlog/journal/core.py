@@ -272,7 +272,6 @@ class _DayTally:
         self._ranges = ranges
         self._before: dict[tuple[str, str], tuple[int, int]] = {}
         self._after: dict[tuple[str, str], tuple[int, int]] = {}
-        self._changed: set[tuple[str, str]] = set()
 
     def _read(self, conn: Connection) -> dict[tuple[str, str], tuple[int, int]]:
         counts: dict[tuple[str, str], tuple[int, int]] = {}
@@ -298,14 +297,14 @@ class _DayTally:
 
         The days are those the tally read after the write (``count_after``): every day
         with a point that starts where the delivery's points do, so every day a point of
-        the delivery is on (no pass over the points for it), and the days whose count
-        it saw change (a point re-sent with another offset moves from one day to
+        the delivery is on (no pass over the points for it), and the days it read
+        before the write (a point re-sent with another offset moves from one day to
         another, and leaves its old day behind). Each run of those days is cleared and
         summed again from its points, which start from a day before the run to a day
         after it (an offset is less than a day), so an emptied day goes too.
         """
         days_of: dict[str, set[date]] = {}
-        for metric, day in {*self._after, *self._changed}:
+        for metric, day in {*self._after, *self._before}:
             try:
                 days_of.setdefault(metric, set()).add(date.fromisoformat(day))
             except ValueError:
@@ -336,10 +335,10 @@ class _DayTally:
 
     def count_after(self, conn: Connection) -> None:
         self._after = after = self._read(conn)
-        self._changed = {
+        changed = {
             key for key in {*after, *self._before} if after.get(key) != self._before.get(key)
         }
-        for metric, day in sorted(self._changed):
+        for metric, day in sorted(changed):
             points, late = after.get((metric, day), (0, 0))
             held = self._before.get((metric, day), (0, 0))
             # a day a point left (re-sent with another offset) loses it: negative counts
