@@ -76,7 +76,6 @@ TARGET_RATIO = 0.70
 TARGET_P99_RATIO = 2.0
 THREADS = 4
 BIG_BODY = 50 * MB
-#: the benchmark's own functions, left out of the profile's lists
 INGEST_SOURCE = ROOT / "functions" / "ingest" / "main.py"
 FLOORS = {
     "noop": ROOT / "bench" / "noop_function.py",

@@ -791,7 +791,7 @@ def _listening(host: str, port: int) -> Iterator[socket.socket]:
     try:
         sock = launcher.listening_socket(host, port)
     except launcher.PortTaken as taken:
-        raise stack.port_taken("mcp", taken) from None
+        raise stack.port_taken_at(taken.host, taken.port, "--port") from None
     with sock:
         yield sock
 

@@ -130,12 +130,11 @@ class PortTaken(HealthlogError):
     exit_status = 1
 
 
-#: the option that picks each server's port: serve's children, and ``healthlog mcp --http``
+#: the option that picks each of serve's children's ports
 PORT_OPTIONS = {
     "ingest": "--port",
     "fold": "--fold-port",
     "dashboard": "--dashboard-port",
-    "mcp": "--port",
 }
 
 

@@ -11,14 +11,13 @@ HL.start(async () => {
   // a real day only: Date.parse takes 2026-02-31 for March 3rd, the round trip does not
   const parsed = /^\d{4}-\d\d-\d\d$/.test(day || "") ? Date.parse(day + "T00:00:00Z") : NaN;
   const real = !Number.isNaN(parsed) && new Date(parsed).toISOString().slice(0, 10) === day;
-  const dayAt = real ? parsed : NaN;
-  if (day && Number.isNaN(dayAt)) {
+  const told = Boolean(day) && !real;  // said once, kept over the first drawing
+  if (told) {
     HL.say(`day: "${day}" is not a date (YYYY-MM-DD); showing the whole range.`);
   } else if (day) {
     state.start = day;  // the phone's day: /api/series reads it on the phone's clock
-    state.end = new Date(dayAt + 86400000).toISOString().slice(0, 10);
+    state.end = new Date(parsed + 86400000).toISOString().slice(0, 10);
   }
-  const told = Boolean(day && Number.isNaN(dayAt));
   const chart = el("div", { class: "chart", id: "chart" });
   const source = el("select", { id: "source" }, el("option", { value: "", text: "all sources" }));
   const field = el("select", { id: "field" });
