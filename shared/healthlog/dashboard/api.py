@@ -425,7 +425,7 @@ def delivery_dict(d: Delivery, *, full: bool = False) -> dict[str, Any]:
 
 
 def body_removed_text(removed: datetime) -> str:
-    """What the dashboard says of a body retention removed (the page says it too)."""
+    """What the body's URL answers for a body retention removed (410 Gone)."""
     return (
         f"healthlog retention removed this delivery's body from the archive on "
         f"{removed:%Y-%m-%d} (UTC); what its fold wrote stays"
