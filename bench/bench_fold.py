@@ -149,7 +149,7 @@ def floor_rows(document: Any, width: int) -> list[tuple[object, ...]]:
         for p in metric["data"]:
             for key in _QTY if "qty" in p else _SUMMARY:
                 # account, metric, field, source, start, utc_offset, end, qty, text,
-                # unit, extra, layer_received_at, layer_id
+                # unit, extra, layer_received_at, layer_id, seq
                 append(
                     (
                         account,
@@ -165,6 +165,7 @@ def floor_rows(document: Any, width: int) -> list[tuple[object, ...]]:
                         None,
                         layer_at,
                         layer_id,
+                        0,
                     )
                 )
     if rows and len(rows[0]) != width:

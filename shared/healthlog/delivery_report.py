@@ -86,6 +86,7 @@ def delivery_dict(d: Delivery) -> dict[str, Any]:
         "size": d.size,
         "points": d.points,
         "records": d.records,
+        "repeated": d.repeated,
         "uncovered": list(d.uncovered),
         "failure": d.failure,
         "attempts": d.attempts,
@@ -192,6 +193,11 @@ def import_text(data: Mapping[str, Any]) -> str:
         lines.append(
             f"status: {data['status']}; points: {data['points']:,}; records: {data['records']:,}"
         )
+        if data.get("repeated"):
+            lines.append(
+                f"{data['repeated']:,} samples were in the export more than once exactly:"
+                " each is kept once"
+            )
     if data["status"] == "pending" and data["outcome"] is not None:
         lines.append("the fold paused at its time budget: the next pass goes on from there")
     if data["uncovered"]:

@@ -132,6 +132,8 @@ class ImportReport:
     points: int = 0
     records: int = 0
     incomparable: int = 0
+    #: samples the export held more than once exactly, kept once (not in ``points``)
+    repeated: int = 0
     #: HealthKit types (or elements) with no mapping yet, and how many elements of each
     uncovered: dict[str, int] = field(default_factory=dict)
     #: elements of a mapped type that could not be read, per type
@@ -152,6 +154,7 @@ class ImportReport:
             "points": self.points,
             "records": self.records,
             "incomparable": self.incomparable,
+            "repeated": self.repeated,
             "uncovered": self.uncovered,
             "unreadable": self.unreadable,
             "cut": self.cut,
@@ -458,6 +461,7 @@ def report(journal: Journal, stored: Stored, outcome: Outcome | None) -> ImportR
         points=delivery.points,
         records=state.records,
         incomparable=state.incomparable,
+        repeated=delivery.repeated,
         uncovered=dict(state.uncovered),
         unreadable=dict(state.unreadable),
         cut=state.cut,

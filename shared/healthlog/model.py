@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from operator import itemgetter
 from typing import NamedTuple
 
 
@@ -92,6 +94,9 @@ class Delivery:
     records: int = 0
     #: when ``healthlog retention`` removed its archived body (None: the body is kept)
     body_removed_at: datetime | None = None
+    #: samples its body held more than once exactly (same metric, field, source, start,
+    #: end, value and unit), kept once (``distinct_points``)
+    repeated: int = 0
 
     @property
     def cursor(self) -> Cursor:
@@ -113,13 +118,18 @@ class Step:
     points: int
     state: str
     records: int = 0
+    #: exact repeats every step of the fold left out, this one included
+    repeated: int = 0
 
 
 class Point(NamedTuple):
     """One value of the showcase.
 
-    Its key is (account, metric, field, source, start); the account comes from the
-    delivery. ``start`` is UTC, ISO 8601, fixed width with microseconds
+    Its key is (account, metric, field, source, start, seq); the account comes from the
+    delivery. ``seq`` tells apart the distinct samples of one delivery that share the
+    rest of the key (ten foods logged at one minute, an In Bed and an Asleep segment
+    that start together): 0 for the first, as ``distinct_points`` numbers them.
+    ``start`` is UTC, ISO 8601, fixed width with microseconds
     (``2021-12-24T00:04:00.000000Z``) so text order is time order; ``utc_offset`` keeps
     the offset the phone sent, in minutes (None when the body had none).
 
@@ -138,6 +148,7 @@ class Point(NamedTuple):
     unit: str
     # fields of the point the parser does not map to a column, as canonical JSON
     extra: str | None = None
+    seq: int = 0
 
 
 class Item(NamedTuple):
@@ -186,6 +197,8 @@ class ParseResult:
     records: list[Record] = field(default_factory=list)
     # values kept in a unit that does not convert to their series' canonical unit
     incomparable: int = 0
+    # samples the body held more than once exactly, kept once (``distinct_points``)
+    repeated: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,3 +247,51 @@ class Tally:
             "records": self.records,
             "incomparable": self.incomparable,
         }
+
+
+#: a point's key less its ``seq``: (metric, field, source, start)
+_SHARED_KEY = itemgetter(0, 1, 2, 3)
+#: what tells two points of one shared key apart: (end, qty, text, unit, extra)
+_CONTENT = itemgetter(5, 6, 7, 8, 9)
+
+
+def _content_order(point: Point) -> tuple[object, ...]:
+    """A total order of the contents of points that share a key (None before a value)."""
+    end, qty, text, unit, extra = _CONTENT(point)
+    return (end or "", qty is not None, qty or 0.0, text or "", unit, extra or "")
+
+
+def distinct_points(points: Sequence[Point]) -> tuple[list[Point], int]:
+    """The points of one delivery (or one step of it), each distinct sample keyed apart.
+
+    Points that share (metric, field, source, start) are distinct samples when anything
+    else differs (end, value, text, unit, extra fields): each gets its own ``seq``,
+    0, 1, 2... in the order of their contents, so the same samples get the same keys in
+    every delivery that sends them, and a later delivery re-sending the window replaces
+    them (the layer rule, per key). A sample sent more than once exactly is kept once;
+    the second value is how many were left out. Order is kept; a body without shared
+    keys (the common case) comes back as it was, in one pass.
+    """
+    shared = list(map(_SHARED_KEY, points))
+    if len(set(shared)) == len(shared):
+        return list(points), 0
+    groups: dict[tuple[str, str, str, str], list[int]] = {}
+    for index, key in enumerate(shared):
+        groups.setdefault(key, []).append(index)
+    out: list[Point | None] = list(points)
+    repeated = 0
+    for indices in groups.values():
+        if len(indices) == 1:
+            continue
+        seen: dict[tuple[object, ...], int] = {}
+        for index in indices:
+            content = _CONTENT(points[index])
+            if content in seen:
+                out[index] = None  # an exact repeat: held once
+                repeated += 1
+            else:
+                seen[content] = index
+        kept = sorted(seen.values(), key=lambda i: _content_order(points[i]))
+        for seq, index in enumerate(kept):
+            out[index] = points[index]._replace(seq=seq)
+    return [p for p in out if p is not None], repeated

@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from healthlog.journal.core import SqlJournal
 from healthlog.journal.port import ZERO_CURSOR, BodyRef, Journal
 from healthlog.model import NewDelivery, ParseStatus
 
@@ -122,6 +123,18 @@ def test_a_mark_is_unconfirmed_until_its_delete_is_confirmed(seed: Seed, journal
         journal.unconfirmed_removals(ZERO_CURSOR, 0)
 
 
+def settle_at_old_version(journal: Journal, delivery: NewDelivery) -> None:
+    """Settle ``delivery`` as ``parsed`` with no points, in columns every version has:
+    today's write of an outcome needs today's columns (migration 0014's ``repeated``)."""
+    assert isinstance(journal, SqlJournal)
+    sql = journal._sql
+    statement = (
+        f"UPDATE deliveries SET status = 'parsed', folded_at = received_at "
+        f"WHERE id = {sql.param('id')}"
+    )
+    journal._driver.attempt(lambda conn: conn.execute(statement, {"id": delivery.id}), write=True)
+
+
 @contextmanager
 def folded_at(
     adapter: str, tmp_path: Path, version: int
@@ -135,7 +148,7 @@ def folded_at(
             journal.migrate(target=version)  # type: ignore[call-arg]  # the core's, not the port's
             seed = Seed(journal)
             delivery = seed.delivery(at=T0)
-            seed.fold(delivery)
+            settle_at_old_version(journal, delivery)
             yield journal, seed, delivery
         finally:
             journal.close()
@@ -151,7 +164,7 @@ def test_migration_0013_leaves_only_the_newest_runs_marks_unconfirmed(
     with folded_at(adapter, tmp_path, 12) as (journal, seed, oldest):
         later = [seed.delivery(at=T0 + n * timedelta(seconds=1)) for n in (1, 2)]
         for d in later:
-            seed.fold(d)
+            settle_at_old_version(journal, d)
         assert journal.mark_bodies_removed([oldest.id], T0 + DAY) == [oldest.id]
         assert journal.mark_bodies_removed([later[0].id], T0 + 9 * DAY + timedelta(hours=1))
         assert journal.mark_bodies_removed([later[1].id], T0 + 10 * DAY) == [later[1].id]

@@ -15,7 +15,7 @@ import pytest
 from healthlog import ids
 from healthlog.errors import Conflict
 from healthlog.journal.port import Journal
-from healthlog.model import NewDelivery, ParseStatus, Point, Step
+from healthlog.model import NewDelivery, ParseStatus, Point, Step, distinct_points
 
 from tests.contract.conftest import T0, Seed, point
 from tests.contract.test_journal_contract import fix, record
@@ -38,12 +38,22 @@ def steps_of(points: list[Point], size: int) -> list[tuple[Step, list[Point]]]:
 
 
 def fold_in_steps(journal: Journal, delivery: NewDelivery, points: list[Point], size: int) -> None:
+    """As the fold writes an export: each step's points made distinct on their own
+    (``distinct_points``), then keyed beside what the earlier steps wrote."""
+
+    def keyed(part: list[Point]) -> list[Point]:
+        fresh, equal = journal.beside_own(
+            delivery.account_id, delivery.id, distinct_points(part)[0]
+        )
+        assert equal == []  # no sample is sent twice here
+        return fresh
+
     *steps, (last, chunk) = steps_of(points, size)
     for step, part in steps:
-        journal.write_step(delivery.id, expected=PENDING, step=step, points=part)
+        journal.write_step(delivery.id, expected=PENDING, step=step, points=keyed(part))
     journal.write_outcome(
         delivery.id, expected=PENDING, status=PARSED, uncovered=(), failure=None,
-        points=chunk, step=last,
+        points=keyed(chunk), step=last,
     )  # fmt: skip
 
 
@@ -60,12 +70,13 @@ def test_a_fold_in_steps_gives_what_one_transaction_gives(
         earlier = seed.delivery(account, delivery_id=ids_[0], at=T0 + timedelta(seconds=1))
         seed.fold(earlier, [point(DAYS[3]), point(DAYS[5], metric="heart_rate")])
         delivery = seed.delivery(account, delivery_id=ids_[1], at=T0 + timedelta(seconds=2))
-        # late points (before the 4th), a key sent twice, two metrics, two sources
+        # late points (before the 4th), two samples of one key (both kept, whichever
+        # steps they fall in), two metrics, two sources
         points = [point(d, qty=float(n)) for n, d in enumerate(DAYS)]
-        points += [point(DAYS[1], qty=9.0), point(DAYS[2], source="iPhone")]
-        points += [point(DAYS[0], metric="heart_rate", field="avg")]
+        points += [point(DAYS[2], source="iPhone")]
+        points += [point(DAYS[0], metric="heart_rate", field="avg"), point(DAYS[1], qty=9.0)]
         if size is None:
-            seed.fold(delivery, points)
+            seed.fold(delivery, distinct_points(points)[0])
         else:
             fold_in_steps(journal, delivery, points, size)
         stored = journal.get_delivery(delivery.id)

@@ -572,7 +572,9 @@ class ExportReading:
         metric, unit = shape.metric, shape.unit
         append = pending.points.append
         for name in shape.fields:
-            append(_new(Point, (metric, name, who, start, offset, end, value, note, unit, extra)))
+            append(
+                _new(Point, (metric, name, who, start, offset, end, value, note, unit, extra, 0))
+            )
 
     def _category_metric(self, kind: str, element: Any, pending: _Pending) -> None:
         metric = types.CATEGORY_METRICS[kind]

@@ -186,6 +186,7 @@ class Player:
                             failure=None,
                             points=result.points,
                             records=result.records,
+                            repeated=result.repeated,
                         )
                 except WriteInterrupted as exc:
                     if until is not None and until < own:

@@ -38,7 +38,7 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +49,7 @@ from healthlog.archive.keys import EXPORT_XML, EXPORT_ZIP
 from healthlog.archive.port import Archive
 from healthlog.errors import FoldDeadline, Paused, UnreadableBody
 from healthlog.journal.port import Journal
-from healthlog.model import Delivery, ParseStatus, Step, status_for
+from healthlog.model import Delivery, ParseStatus, Step, distinct_points, status_for
 
 if TYPE_CHECKING:
     from healthlog.applehealth import Batch, ExportReading
@@ -57,8 +57,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("healthlog.fold")
 
-#: a point's place in the showcase's primary key (metric, start, field, source)
-_KEY_ORDER = itemgetter(0, 3, 1, 2)
+#: a point's place in the showcase's primary key (metric, start, field, source, seq)
+_KEY_ORDER = itemgetter(0, 3, 1, 2, 10)
 #: the content types that fold in steps
 STEPPED = frozenset({EXPORT_ZIP, EXPORT_XML})
 #: the uncovered key of an export cut short (or damaged): what follows the cut is not read
@@ -95,7 +95,12 @@ class State:
     points: int = 0
     records: int = 0
     incomparable: int = 0
+    #: samples the export held more than once exactly, kept once (``distinct_points``)
+    repeated: int = 0
     steps: int = 0
+    #: this fold began on a delivery none of whose points were stored: a sample that
+    #: equals a row an earlier step wrote is an exact repeat (a refold's are its own)
+    first: bool = True
     #: HealthKit types (or elements) with no mapping, and how many elements of each
     uncovered: Counter[str] = field(default_factory=Counter)
     #: elements of a mapped type that could not be read, per type
@@ -111,7 +116,9 @@ class State:
                 "points": self.points,
                 "records": self.records,
                 "incomparable": self.incomparable,
+                "repeated": self.repeated,
                 "steps": self.steps,
+                "first": self.first,
                 "uncovered": dict(sorted(self.uncovered.items())),
                 "unreadable": dict(sorted(self.unreadable.items())),
                 "bytes_read": self.bytes_read,
@@ -129,7 +136,9 @@ class State:
             points=int(found.get("points", 0)),
             records=int(found.get("records", 0)),
             incomparable=int(found.get("incomparable", 0)),
+            repeated=int(found.get("repeated", 0)),
             steps=int(found.get("steps", 0)),
+            first=bool(found.get("first", False)),
             uncovered=Counter(found.get("uncovered") or {}),
             unreadable=Counter(found.get("unreadable") or {}),
             bytes_read=int(found.get("bytes_read", 0)),
@@ -196,7 +205,11 @@ class StepFold:
         #: the status and position the next write is guarded by
         self.expected = delivery.status
         self.position = delivery.fold_position if resuming else 0
-        self.state = State.from_json(delivery.fold_state) if resuming else State()
+        self.state = (
+            State.from_json(delivery.fold_state)
+            if resuming
+            else State(first=delivery.status is ParseStatus.PENDING and delivery.points == 0)
+        )
         self._base = (
             Counter(self.state.uncovered),
             Counter(self.state.unreadable),
@@ -256,7 +269,7 @@ class StepFold:
                 cut = "the zip's export.xml is damaged"
                 break
             if self._clock() > deadline:
-                raise FoldDeadline(uncovered=self._counted(held).keys() if held else ())
+                raise FoldDeadline(uncovered=self._counted(held, 0).keys() if held else ())
             if held is not None:
                 self._write(*held, last=False)
                 if self._stop is not None and self._stop():
@@ -293,14 +306,17 @@ class StepFold:
             Counter(reading.uncovered), Counter(reading.unreadable), reading.incomparable
         )
 
-    def _counted(self, held: tuple[Batch, _Snapshot]) -> State:
-        """The state as it will stand once ``held`` is written."""
+    def _counted(self, held: tuple[Batch, _Snapshot], repeated: int) -> State:
+        """The state as it will stand once ``held`` is written (its points distinct,
+        ``repeated`` exact repeats left out of them)."""
         batch, snapshot = held
         base_uncovered, base_unreadable, base_incomparable = self._base
         return State(
             points=self.state.points + len(batch.points),
             records=self.state.records + len(batch.records),
             incomparable=base_incomparable + snapshot.incomparable,
+            repeated=self.state.repeated + repeated,
+            first=self.state.first,
             steps=self.state.steps + 1,
             uncovered=base_uncovered + snapshot.uncovered,
             unreadable=base_unreadable + snapshot.unreadable,
@@ -310,20 +326,32 @@ class StepFold:
         )
 
     def _write(self, batch: Batch, snapshot: _Snapshot, *, last: bool) -> Folded:
-        state = self._counted((batch, snapshot))
+        # every distinct sample keyed apart, exact repeats held once; in key order: the
+        # showcase's b-tree takes them faster
+        kept, repeated = distinct_points(batch.points)
+        if not self._dry_run and kept:
+            kept, equal = self._journal.beside_own(
+                self._delivery.account_id, self._delivery.id, kept
+            )
+            if self.state.first:
+                repeated += len(equal)  # the same sample, in an earlier step
+            else:
+                kept += equal  # a refold writes what it wrote before, again
+        kept.sort(key=_KEY_ORDER)
+        batch = replace(batch, points=kept)
+        state = self._counted((batch, snapshot), repeated)
         step = Step(
             after=self.position,
             position=batch.position,
             points=state.points,
             state=state.to_json(),
             records=state.records,
+            repeated=state.repeated,
         )
         keys = state.keys()
         status = status_for(failed=False, uncovered=keys)
         if not self._dry_run:
-            # in key order: the showcase's b-tree takes them faster (a stable sort: of
-            # two points with one key, the later one still wins)
-            points = sorted(batch.points, key=_KEY_ORDER)
+            points = batch.points
             if last:
                 self._journal.write_outcome(
                     self._delivery.id,
@@ -370,6 +398,7 @@ class StepFold:
                 self.state.points,
                 self.state.to_json(),
                 self.state.records,
+                self.state.repeated,
             )
         self._journal.write_outcome(
             self._delivery.id,

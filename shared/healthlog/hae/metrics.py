@@ -153,14 +153,14 @@ def _converted(point: Point, conv: units.Conversion, identity: bool) -> Point:
 
     ``identity`` is ``conv.identity``, decided once per metric.
     """
-    metric, name, who, start, offset, end, qty, note, unit, more = point
+    metric, name, who, start, offset, end, qty, note, unit, more, _ = point
     fields = orjson.loads(more) if more else {}
     fields["sent_unit"] = unit
     if qty is not None and not identity:
         fields["sent_qty"] = qty
         qty = conv.apply(qty)
     more = records.canonical(fields)
-    return _new(Point, (metric, name, who, start, offset, end, qty, note, conv.unit, more))
+    return _new(Point, (metric, name, who, start, offset, end, qty, note, conv.unit, more, 0))
 
 
 # {"date": "2024-06-01 03:12:40 +0100", "qty": 41.2, "source": "Simon's Apple Watch",
@@ -335,7 +335,7 @@ class Values:
                 if type(value) is not float:
                     value = qty(value)
                 out.append(
-                    _new(Point, (metric, name, who, start, offset, end, value, note, unit, more))
+                    _new(Point, (metric, name, who, start, offset, end, value, note, unit, more, 0))
                 )
         if not out:
             raise NotUnderstood("no value field")
@@ -396,7 +396,7 @@ class Values:
         starts, offsets = list(map(_FIRST, instant)), list(map(_SECOND, instant))
         rows = [
             map(_new, repeat(Point), zip(repeat(metric), repeat(name), who, starts, offsets,
-                ends, values, repeat(None), repeat(unit), repeat(None)))
+                ends, values, repeat(None), repeat(unit), repeat(None), repeat(0)))
             for name, values in columns
         ]  # fmt: skip
         if len(rows) == 1:

@@ -22,7 +22,7 @@ import orjson
 from healthlog.errors import FoldDeadline, UnreadableBody
 from healthlog.hae import metrics, sections, workouts
 from healthlog.hae.records import Found
-from healthlog.model import Item, ParseResult, Point, Record
+from healthlog.model import Item, ParseResult, Point, Record, distinct_points
 
 METRICS = "metrics"
 # the sections that give Records, and what reads each
@@ -64,10 +64,16 @@ def parse(
         from healthlog.hae import csv
 
         found = csv.parse(body, content_type=content_type, tz=tz, deadline=deadline)
-        return without_nul(found) if b"\x00" in body else found
+        return _distinct(without_nul(found) if b"\x00" in body else found)
     result = _parse_json(body, deadline, tz)
     # JSON can only spell NUL as an escape: a body without one has none to replace
-    return without_nul(result) if b"\\u0000" in body else result
+    return _distinct(without_nul(result) if b"\\u0000" in body else result)
+
+
+def _distinct(result: ParseResult) -> ParseResult:
+    """Every distinct sample keyed apart, exact repeats held once (``distinct_points``)."""
+    points, repeated = distinct_points(result.points)
+    return replace(result, points=points, repeated=repeated)
 
 
 def _parse_json(body: bytes, deadline: float | None, tz: str) -> ParseResult:

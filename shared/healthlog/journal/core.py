@@ -113,6 +113,7 @@ STATEMENTS = (
     "late_days",
     "metric_bars",
     "day_tally",
+    "own_points",
     "add_point_days",
     "delete_extents",
     "insert_extent",
@@ -161,9 +162,9 @@ def starts_by_series(points: Sequence[Point]) -> dict[tuple[str, str, str, str],
 
 #: a point's series as the series table has it (metric, field, source, unit), and the
 #: values of its row in point_rows after the series' keys (start, utc_offset, end, qty,
-#: text, extra)
+#: text, extra, seq)
 _IDENTITY = itemgetter(0, 1, 2, 8)
-_ROW_VALUES = itemgetter(3, 4, 5, 6, 7, 9)
+_ROW_VALUES = itemgetter(3, 4, 5, 6, 7, 9, 10)
 
 #: a series' (metric_key, point_key, id): how a point row refers to it (migration 0011)
 SeriesKeys = dict[tuple[str, str, str, str], tuple[int, int, int]]
@@ -201,6 +202,62 @@ def point_rows(
     key_of, values = _IDENTITY, _ROW_VALUES
     for p in points:
         yield keys[key_of(p)] + values(p) + version
+
+
+#: a point's key less its seq (metric, field, source, start), and what else it holds
+#: (end, qty, text, unit, extra): as ``model.distinct_points`` tells samples apart
+_SHARED_KEY = itemgetter(0, 1, 2, 3)
+_CONTENT = itemgetter(5, 6, 7, 8, 9)
+_SEQ = itemgetter(10)
+
+
+def beside_own(
+    conn: Connection, sql: Statements, account_id: str, delivery_id: str, points: Sequence[Point]
+) -> tuple[list[Point], list[Point]]:
+    """A step's points keyed beside the rows the delivery's own layer already holds:
+    those that equal none of them, and those that equal one (with that row's ``seq``).
+
+    The samples of one shared key may fall into different steps of a fold in steps; a
+    step numbers its own from 0 (``distinct_points``), which would overwrite the earlier
+    step's rows of the same layer. Here a point takes the ``seq`` of the own row it
+    equals (the same sample, folded again or sent again), else the first ``seq`` no own
+    row of its key holds. Reads the delivery's own rows where the step's points fall:
+    one range read per metric and run of days, as the day tally does.
+    """
+    own: dict[tuple[str, ...], dict[tuple[Any, ...], int]] = {}
+    statement = sql["own_points"]
+    for metric, runs in touched_days(points).items():
+        for low, high in runs:
+            params = {
+                "account_id": account_id,
+                "metric": metric,
+                "low": low,
+                "high": high,
+                "delivery_id": delivery_id,
+            }
+            for field, source, start, seq, *content in conn.execute(statement, params).fetchall():
+                own.setdefault((metric, field, source, start), {})[tuple(content)] = int(seq)
+    if not own:
+        return list(points), []
+    fresh: list[Point] = []
+    equal: list[Point] = []
+    taken: dict[tuple[str, ...], set[int]] = {}
+    # in seq order within each key, so the numbering is the same at every refold
+    for point in sorted(points, key=_SEQ):
+        key = _SHARED_KEY(point)
+        rows_of_key = own.get(key)
+        if rows_of_key is None:
+            fresh.append(point)
+            continue
+        seq = rows_of_key.get(_CONTENT(point))
+        if seq is not None:
+            equal.append(point._replace(seq=seq))
+            continue
+        used = taken.setdefault(key, set(rows_of_key.values()))
+        seq = next(n for n in range(len(used) + 1) if n not in used)
+        used.add(seq)
+        fresh.append(point._replace(seq=seq))
+    return fresh, equal
 
 
 def touched_days(
@@ -560,6 +617,7 @@ class SqlJournal:
         points: Sequence[Point],
         records: Sequence[Record] = (),
         step: Step | None = None,
+        repeated: int = 0,
     ) -> None:
         params: dict[str, Any] = {
             "id": delivery_id,
@@ -569,13 +627,18 @@ class SqlJournal:
             "failure": failure,
             "points": len(points),
             "records": len(records),
+            "repeated": repeated,
             "folded_at": to_text(ids.now()),
         }
         statement = "write_outcome"
         if step is not None:
             statement = "write_last_step"
             params.update(
-                points=step.points, records=step.records, after=step.after, state=step.state
+                points=step.points,
+                records=step.records,
+                repeated=step.repeated,
+                after=step.after,
+                state=step.state,
             )
         self._write_layer(statement, params, expected, step, points, records)
 
@@ -596,8 +659,17 @@ class SqlJournal:
             "state": step.state,
             "points": step.points,
             "records": step.records,
+            "repeated": step.repeated,
         }
         self._write_layer("write_step", params, expected, step, points, records)
+
+    def beside_own(
+        self, account_id: str, delivery_id: str, points: Sequence[Point]
+    ) -> tuple[list[Point], list[Point]]:
+        def work(conn: Connection) -> tuple[list[Point], list[Point]]:
+            return beside_own(conn, self._sql, account_id, delivery_id, points)
+
+        return self._transaction(work, write=False)
 
     def _write_layer(
         self,

@@ -229,9 +229,12 @@ class Journal(Protocol):
         points: Sequence[Point],
         records: Sequence[Record] = (),
         step: Step | None = None,
+        repeated: int = 0,
     ) -> None:
         """Write the points, the records and the outcome in one transaction.
 
+        ``points`` are distinct (``model.distinct_points``: their keys, ``seq`` included,
+        are unique); ``repeated`` is how many exact repeats the body held beyond them.
         Each point is upserted under its key with the delivery's (received_at, id) as
         its layer; it overwrites a stored point only if that layer is not newer. Records
         follow the same rule per (account, section, identity) for the record's row, and
@@ -265,7 +268,22 @@ class Journal(Protocol):
         of each series is added to the delivery's extents (the first step, ``step.after``
         0, forgets those of an earlier fold); point_days counts what this step brings
         first. Raises Conflict, writing nothing, if the delivery's status is no longer
-        ``expected`` or its position is no longer ``step.after``.
+        ``expected`` or its position is no longer ``step.after``. A step's points are
+        keyed beside the delivery's own rows first (``beside_own``).
+        """
+
+    def beside_own(
+        self, account_id: str, delivery_id: str, points: Sequence[Point]
+    ) -> tuple[list[Point], list[Point]]:
+        """A step's points (distinct among themselves) keyed beside the rows the
+        delivery's own layer already holds, so that no step overwrites another's sample.
+
+        The samples of one shared key (metric, field, source, start) may fall into
+        different steps of a fold in steps, and each step numbers its own ``seq`` from 0.
+        A point that equals an own row of its key (the same end, value, text, unit and
+        extra) takes that row's ``seq`` and comes back in the second list: the same
+        sample, folded again by a refold, or sent twice in the export. Any other takes
+        the first ``seq`` no own row of its key holds, in the first list.
         """
 
     # --- reading --------------------------------------------------------------------

@@ -97,7 +97,7 @@ def start_bound(prefix: str) -> str | None:
 
 # a Point's fields, in the order the positional getters of core (a series' identity, a
 # point row's values) count on: one C call per point beats an attribute read per field
-_POINT_FIELDS = "metric field source start utc_offset end qty text unit extra"
+_POINT_FIELDS = "metric field source start utc_offset end qty text unit extra seq"
 assert Point._fields == tuple(_POINT_FIELDS.split())
 RECORD_VALUES = attrgetter(
     "section", "identity", "start", "end", "utc_offset", "name", "source", "body"
@@ -117,7 +117,7 @@ def delivery(row: Sequence[Any]) -> Delivery:
     """A delivery from the columns of the ``get_delivery`` statement."""
     (id_, account_id, received_at, archive_key, size, content_type, status, uncovered) = row[:8]
     points, attempts, failure, folded_at, headers, fold_position, fold_state, records = row[8:16]
-    body_removed_at = row[16]
+    body_removed_at, repeated = row[16:18]
     return Delivery(
         id=id_,
         account_id=account_id,
@@ -136,6 +136,7 @@ def delivery(row: Sequence[Any]) -> Delivery:
         fold_state=fold_state,
         records=int(records),
         body_removed_at=None if body_removed_at is None else from_text(body_removed_at),
+        repeated=int(repeated),
     )
 
 
@@ -143,7 +144,7 @@ def stored_point(row: Sequence[Any]) -> StoredPoint:
     """A showcase point from the columns of ``export_points``."""
     # tuples built whole from the row's slices, as NamedTuple's own ``_make`` builds
     # them less its checks: no unpacking into arguments, no Python frame, for every row
-    return _tuple(StoredPoint, (row[0], _tuple(Point, row[1:11]), row[12]))
+    return _tuple(StoredPoint, (row[0], _tuple(Point, row[1:12]), row[13]))
 
 
 def stored_record(row: Sequence[Any], items: tuple[Item, ...]) -> StoredRecord:

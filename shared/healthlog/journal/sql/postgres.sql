@@ -93,7 +93,7 @@ SELECT id, account_id,
        archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
        failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        headers::text, fold_position, fold_state, records,
-       to_char(body_removed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+       to_char(body_removed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), repeated
 FROM deliveries WHERE id = %(id)s
 
 -- begin_attempt --
@@ -112,7 +112,8 @@ UPDATE deliveries SET attempts = greatest(attempts - 1, 0) WHERE id = %(id)s
 UPDATE deliveries
 SET status = %(status)s,
     uncovered = ARRAY(SELECT jsonb_array_elements_text(%(uncovered)s::jsonb)),
-    failure = %(failure)s, points = %(points)s, records = %(records)s, attempts = 0,
+    failure = %(failure)s, points = %(points)s, records = %(records)s,
+    repeated = %(repeated)s, attempts = 0,
     folded_at = %(folded_at)s,
     fold_position = 0, fold_state = NULL
 WHERE id = %(id)s AND status = %(expected)s
@@ -126,7 +127,7 @@ RETURNING account_id,
 -- row: a guard failed). Locks the row as write_outcome does.
 UPDATE deliveries
 SET status = 'pending', fold_position = %(position)s, fold_state = %(state)s,
-    points = %(points)s, records = %(records)s, attempts = 1
+    points = %(points)s, records = %(records)s, repeated = %(repeated)s, attempts = 1
 WHERE id = %(id)s AND status = %(expected)s AND fold_position = %(after)s
 RETURNING account_id,
           to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
@@ -138,7 +139,8 @@ RETURNING account_id,
 UPDATE deliveries
 SET status = %(status)s,
     uncovered = ARRAY(SELECT jsonb_array_elements_text(%(uncovered)s::jsonb)),
-    failure = %(failure)s, points = %(points)s, records = %(records)s, attempts = 0,
+    failure = %(failure)s, points = %(points)s, records = %(records)s,
+    repeated = %(repeated)s, attempts = 0,
     folded_at = %(folded_at)s,
     fold_position = 0, fold_state = %(state)s
 WHERE id = %(id)s AND status = %(expected)s AND fold_position = %(after)s
@@ -156,7 +158,7 @@ SELECT id, account_id,
        archive_key, size, content_type, status, to_json(uncovered)::text, points, attempts,
        failure, to_char(folded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        headers::text, fold_position, fold_state, records,
-       to_char(body_removed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+       to_char(body_removed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), repeated
 FROM deliveries
 WHERE true /*and*/
 ORDER BY received_at /*order*/, id /*order*/
@@ -248,11 +250,12 @@ SELECT section, count(*) FROM records WHERE true /*and*/ GROUP BY section
 SELECT account_id, metric, field, source,
        to_char(start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), utc_offset,
        to_char("end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), qty, text, unit,
-       extra, to_char(layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       extra, seq,
+       to_char(layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        layer_id
 FROM points
 WHERE true /*and*/
-ORDER BY account_id, metric, start, field, source
+ORDER BY account_id, metric, start, field, source, seq
 
 -- point_metrics --
 -- The (account, metric) pairs of the series under the core's filters, in export order:
@@ -288,10 +291,11 @@ ORDER BY r.account_id, r.section, r.start NULLS FIRST, r.identity, i.series, i.s
 SELECT account_id, metric, field, source,
        to_char(start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), utc_offset,
        to_char("end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), qty, text, unit,
-       extra, to_char(layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       extra, seq,
+       to_char(layer_received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
        layer_id
 FROM points WHERE true /*and*/
-ORDER BY account_id, metric, start, field, source
+ORDER BY account_id, metric, start, field, source, seq
 
 -- fingerprint_records --
 -- The fingerprint's second table: every record, in key order.
@@ -441,6 +445,18 @@ WHERE account_id = %(account_id)s AND metric = %(metric)s
   AND start >= %(low)s AND start < %(high)s
 GROUP BY day
 
+-- own_points --
+-- A metric's points in a range of starts that a delivery's own layer holds: what the
+-- earlier steps of a fold in steps (or an earlier fold of the delivery) wrote, which a
+-- step's samples of one shared key must not overwrite (Journal.write_step).
+SELECT field, source,
+       to_char(start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), seq,
+       to_char("end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), qty, text, unit,
+       extra
+FROM points
+WHERE account_id = %(account_id)s AND metric = %(metric)s
+  AND start >= %(low)s AND start < %(high)s AND layer_id = %(delivery_id)s
+
 -- add_point_days --
 -- Add what a delivery brought first to a day's counts.
 INSERT INTO point_days (account_id, metric, day, points, late)
@@ -520,7 +536,7 @@ SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepaliv
 -- against 2-4 s for executemany (pipelined) and 1.3-2 s for an INSERT from
 -- unnest(arrays); for 100 points all three take ~5 ms. `n` is the position in the
 -- delivery, so the last of two entries with one key wins, as row-by-row upserts would.
-CREATE TEMPORARY TABLE IF NOT EXISTS incoming_point_rows (
+CREATE TEMPORARY TABLE IF NOT EXISTS incoming_points (
     n integer NOT NULL,
     metric_key integer NOT NULL,
     start timestamptz NOT NULL,
@@ -530,7 +546,8 @@ CREATE TEMPORARY TABLE IF NOT EXISTS incoming_point_rows (
     "end" timestamptz,
     qty double precision,
     text text,
-    extra text
+    extra text,
+    seq integer NOT NULL
 ) ON COMMIT DELETE ROWS;
 CREATE TEMPORARY TABLE IF NOT EXISTS incoming_records (
     n integer NOT NULL,
@@ -584,27 +601,27 @@ ON CONFLICT (account_id, metric, field, source, unit) DO NOTHING
 
 -- copy_points --
 -- A delivery's points into the session's incoming table, their series resolved.
-COPY incoming_point_rows (n, metric_key, point_key, series_id, start, utc_offset, "end", qty,
-                          text, extra)
+COPY incoming_points (n, metric_key, point_key, series_id, start, utc_offset, "end", qty,
+                          text, extra, seq)
 FROM STDIN
 
 -- upsert_points --
 -- The incoming points under the layer guard: a stored point is overwritten only by a
 -- layer that is not older, so the newest layer wins whatever order deliveries are
 -- folded in, and refolding a delivery rewrites the same values. The key is the point's
--- (metric_key, start, point_key): a point sent in another unit than the stored one
+-- (metric_key, start, point_key, seq): a point sent in another unit than the stored one
 -- meets it here, and the guard gives it or keeps it its series (its unit). One
 -- statement may not update a row twice, so a key the delivery carries twice keeps its
 -- last point; the sort also takes the rows' locks in key order, so two folds of
 -- overlapping deliveries queue behind each other instead of deadlocking.
-INSERT INTO point_rows (metric_key, start, point_key, series_id, utc_offset, "end", qty, text,
-                        extra, layer_received_at, layer_id)
-SELECT DISTINCT ON (i.metric_key, i.start, i.point_key)
-       i.metric_key, i.start, i.point_key, i.series_id, i.utc_offset, i."end", i.qty, i.text,
-       i.extra, %(at)s::timestamptz, %(id)s
-FROM incoming_point_rows AS i
-ORDER BY i.metric_key, i.start, i.point_key, i.n DESC
-ON CONFLICT (metric_key, start, point_key) DO UPDATE SET
+INSERT INTO point_rows (metric_key, start, point_key, seq, series_id, utc_offset, "end", qty,
+                        text, extra, layer_received_at, layer_id)
+SELECT DISTINCT ON (i.metric_key, i.start, i.point_key, i.seq)
+       i.metric_key, i.start, i.point_key, i.seq, i.series_id, i.utc_offset, i."end", i.qty,
+       i.text, i.extra, %(at)s::timestamptz, %(id)s
+FROM incoming_points AS i
+ORDER BY i.metric_key, i.start, i.point_key, i.seq, i.n DESC
+ON CONFLICT (metric_key, start, point_key, seq) DO UPDATE SET
     series_id = excluded.series_id,
     utc_offset = excluded.utc_offset,
     "end" = excluded."end",

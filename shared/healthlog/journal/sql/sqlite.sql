@@ -76,7 +76,7 @@ SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE status = 'pe
 -- One delivery with every column the port has.
 SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
        points, attempts, failure, folded_at, headers, fold_position, fold_state,
-       records, body_removed_at
+       records, body_removed_at, repeated
 FROM deliveries WHERE id = :id
 
 -- begin_attempt --
@@ -91,7 +91,7 @@ UPDATE deliveries SET attempts = max(attempts - 1, 0) WHERE id = :id
 -- The outcome, guarded by the expected status; returns the layer (no row: guard failed).
 UPDATE deliveries
 SET status = :status, uncovered = :uncovered, failure = :failure, points = :points,
-    records = :records,
+    records = :records, repeated = :repeated,
     attempts = 0, folded_at = :folded_at, fold_position = 0, fold_state = NULL
 WHERE id = :id AND status = :expected
 RETURNING account_id, received_at
@@ -103,7 +103,7 @@ RETURNING account_id, received_at
 -- row: a guard failed).
 UPDATE deliveries
 SET status = 'pending', fold_position = :position, fold_state = :state, points = :points,
-    records = :records,
+    records = :records, repeated = :repeated,
     attempts = 1
 WHERE id = :id AND status = :expected AND fold_position = :after
 RETURNING account_id, received_at
@@ -114,7 +114,7 @@ RETURNING account_id, received_at
 -- the delivery's report.
 UPDATE deliveries
 SET status = :status, uncovered = :uncovered, failure = :failure, points = :points,
-    records = :records,
+    records = :records, repeated = :repeated,
     attempts = 0, folded_at = :folded_at, fold_position = 0, fold_state = :state
 WHERE id = :id AND status = :expected AND fold_position = :after
 RETURNING account_id, received_at
@@ -127,7 +127,7 @@ SELECT status FROM deliveries WHERE id = :id
 -- The deliveries listing, under the core's filters, oldest or newest first.
 SELECT id, account_id, received_at, archive_key, size, content_type, status, uncovered,
        points, attempts, failure, folded_at, headers, fold_position, fold_state,
-       records, body_removed_at
+       records, body_removed_at, repeated
 FROM deliveries
 WHERE true /*and*/
 ORDER BY received_at /*order*/, id /*order*/
@@ -210,10 +210,10 @@ SELECT section, count(*) FROM records WHERE true /*and*/ GROUP BY section
 -- export_points --
 -- Showcase points under the core's filters, in export (primary key) order.
 SELECT account_id, metric, field, source, start, utc_offset, "end", qty, text, unit, extra,
-       layer_received_at, layer_id
+       seq, layer_received_at, layer_id
 FROM points
 WHERE true /*and*/
-ORDER BY account_id, metric, start, field, source
+ORDER BY account_id, metric, start, field, source, seq
 
 -- point_metrics --
 -- The (account, metric) pairs of the series under the core's filters, in export order:
@@ -244,9 +244,9 @@ ORDER BY r.account_id, r.section, r.start, r.identity, i.series, i.seq
 -- fingerprint_points --
 -- The fingerprint's first table: every point, in key order.
 SELECT account_id, metric, field, source, start, utc_offset, "end", qty, text, unit, extra,
-       layer_received_at, layer_id
+       seq, layer_received_at, layer_id
 FROM points WHERE true /*and*/
-ORDER BY account_id, metric, start, field, source
+ORDER BY account_id, metric, start, field, source, seq
 
 -- fingerprint_records --
 -- The fingerprint's second table: every record, in key order.
@@ -382,6 +382,15 @@ FROM points
 WHERE account_id = :account_id AND metric = :metric AND start >= :low AND start < :high
 GROUP BY day
 
+-- own_points --
+-- A metric's points in a range of starts that a delivery's own layer holds: what the
+-- earlier steps of a fold in steps (or an earlier fold of the delivery) wrote, which a
+-- step's samples of one shared key must not overwrite (Journal.write_step).
+SELECT field, source, start, seq, "end", qty, text, unit, extra
+FROM points
+WHERE account_id = :account_id AND metric = :metric AND start >= :low AND start < :high
+  AND layer_id = :delivery_id
+
 -- add_point_days --
 -- Add what a delivery brought first to a day's counts.
 INSERT INTO point_days (account_id, metric, day, points, late)
@@ -474,12 +483,12 @@ ON CONFLICT (account_id, metric, field, source, unit) DO NOTHING
 -- One point under the layer guard: a stored point is overwritten only by a layer that
 -- is not older, so the newest layer wins whatever order deliveries are folded in, and
 -- refolding a delivery rewrites the same values. The key is the point's (metric_key,
--- start, point_key): a point sent in another unit than the stored one meets it here, and
+-- start, point_key, seq): a point sent in another unit than the stored one meets it here, and
 -- the guard gives it or keeps it its series (its unit) with the other values.
 INSERT INTO point_rows (metric_key, point_key, series_id, start, utc_offset, "end", qty,
-                        text, extra, layer_received_at, layer_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (metric_key, start, point_key) DO UPDATE SET
+                        text, extra, seq, layer_received_at, layer_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (metric_key, start, point_key, seq) DO UPDATE SET
     series_id = excluded.series_id,
     utc_offset = excluded.utc_offset,
     "end" = excluded."end",
