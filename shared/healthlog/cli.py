@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from datetime import timedelta, tzinfo
+from datetime import UTC, timedelta, tzinfo
 from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 import click
 
 from healthlog import accounts, files, ranges
+from healthlog.clock import UnknownZone
 from healthlog.config import Settings
 from healthlog.errors import HealthlogError, plotly_missing
 from healthlog.journal.port import Journal
@@ -329,17 +330,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _zone_for(journal: Journal, account: Account | None, *bounds: ranges.Bound | None) -> tzinfo:
-    """The zone offset-less bounds are read in: the account's (or the accounts' one)."""
+    """The zone that gives ``today``'s and ``yesterday``'s date: the account's (or the
+    accounts' one). Every other bound needs none (docs/time.md)."""
+    if not any(b is not None and b.needs_zone for b in bounds):
+        return UTC  # unused
     if account is not None:
-        return ranges.zone_named(account.time_zone)
-    zones = {a.time_zone for a in journal.accounts()}
-    if len(zones) > 1 and any(b is not None and b.needs_zone for b in bounds):
+        names = {account.time_zone}
+    else:
+        names = {a.time_zone for a in journal.accounts()}
+    if len(names) > 1:
         raise click.UsageError(
-            "--from/--to without an offset are read on the account's clock, and the "
-            "accounts' time zones differ: choose one with --account NAME, or give an "
-            "offset (2026-11-30T08:00+01:00, 2026-11-30T07:00Z)"
+            "today and yesterday take their date on the account's time zone, and the "
+            "accounts' time zones differ: choose one with --account NAME, or give a date "
+            "(2026-11-30)"
         )
-    return ranges.zone_named(zones.pop()) if len(zones) == 1 else ranges.zone_named("UTC")
+    try:
+        return ranges.zone_named(names.pop() if len(names) == 1 else "UTC")
+    except UnknownZone as exc:
+        raise click.UsageError(
+            f"{exc}: the account's time zone; set it with healthlog account set-tz"
+        ) from None
 
 
 def _range(
@@ -347,10 +357,10 @@ def _range(
     account: Account | None,
     start: ranges.Bound | None,
     end: ranges.Bound | None,
-) -> tuple[ranges.Range, tzinfo]:
+) -> ranges.Range:
     zone = _zone_for(journal, account, start, end)
     try:
-        return ranges.Range.of(start, end, zone), zone
+        return ranges.Range.of(start, end, zone)
     except ranges.BadBound as exc:
         raise click.BadParameter(str(exc), param_hint="'--from'/'--to'") from None
 
@@ -1024,8 +1034,9 @@ def export(
     or GPX.
 
     Times in the output are UTC, with the phone's offset beside them. The range is
-    [--from, --to): a point is in when it starts at or after --from and before --to,
-    compared as instants.
+    [--from, --to): a point is in when it starts at or after --from and before --to;
+    a bound without an offset (2026-11-30) is on the phone's clock of each point, one
+    with an offset that instant (docs/time.md).
 
     Where sources overlap (an import and HAE on the same day, an iPhone and a Watch
     counting the same steps), each point's `counted` column says what the dashboard,
@@ -1046,8 +1057,7 @@ def export(
         journal = opened.journal
         found = accounts.find(journal, chosen)
         account_id = None if found is None else found.id
-        bounds, _ = _range(journal, found, start, end)
-        start_from, start_to = bounds.texts()
+        start_from, start_to = _range(journal, found, start, end).bounds()
         try:
             if section is not None:
                 names.check_section(journal, account_id, section)
@@ -1124,19 +1134,17 @@ def plot(
             names.check_metric(journal, reads.account.id, metric)
         except UnknownName as exc:
             raise _bad_name("METRIC", exc) from None
-        bounds, zone = _range(journal, reads.account, start, end)
-        start_from, start_to = bounds.texts()
+        bounds = _range(journal, reads.account, start, end)
         try:
             drawn = plotting.plot_metric(
                 reads,
                 metric,
                 output,
                 field=field,
-                start=start_from,
-                end=start_to,
+                start=bounds.start,
+                end=bounds.end,
                 resolution=Resolution(resolution) if resolution else None,
                 source=source,
-                zone=zone,
             )
         except UnknownName as exc:  # the metric is known: its field is not
             raise _bad_name("--field", exc) from None
@@ -1175,13 +1183,9 @@ def coverage(
     with store.opened(obtain_settings(), "read") as opened:
         journal = opened.journal
         reads = Reads.of(journal, accounts.find_id(journal, chosen), opened.settings.priority())
-        bounds, zone = _range(journal, reads.account, start, end)
+        bounds = _range(journal, reads.account, start, end)
         try:
-            found = reads.coverage(
-                metric=metric,
-                start=None if bounds.start is None else bounds.start.astimezone(zone),
-                end=None if bounds.end is None else bounds.end.astimezone(zone),
-            )
+            found = reads.coverage(metric=metric, start=bounds.start, end=bounds.end)
         except UnknownName as exc:
             raise _bad_name("--metric", exc) from None
     emit(as_json, [c.as_dict() for c in found], coverage_report.text(found))

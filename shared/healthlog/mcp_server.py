@@ -7,8 +7,8 @@ default, streamable HTTP on 127.0.0.1 with ``--http``.
 Answers are sized for a model: every tool has a row limit (and a ceiling it cannot be
 raised above), says ``truncated`` with a ``note`` on how to narrow the question when it
 cuts, and no answer is longer than ``MAX_CHARS`` characters. Times in: ISO 8601 dates or
-date-times; one without an offset is read in the ``time_zone`` argument, else in the
-account's zone (``healthlog account set-tz``). Times out: ISO 8601 with the offset the
+date-times; one without an offset is a wall-clock time on the phone's clock of each
+sample, as in every interface (docs/time.md). Times out: ISO 8601 with the offset the
 phone had (or in ``time_zone`` when given); a bucket is labelled by its start on the
 phone's clock. Every value comes with its unit.
 
@@ -24,20 +24,19 @@ import contextlib
 import logging
 import socket
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Annotated, Any, Literal, TypeVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 from pydantic import Field, ValidationError
 from pydantic_core import ErrorDetails
 
-from healthlog import coverage_report, log, reads, sql_guard
+from healthlog import coverage_report, log, ranges, reads, sql_guard
+from healthlog.clock import UnknownZone, from_text, zone_named
 from healthlog.config import Settings
 from healthlog.errors import HealthlogError, needs_extra
 from healthlog.journal import migrate
 from healthlog.journal.port import Journal
-from healthlog.journal.rows import from_text
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
@@ -68,8 +67,9 @@ End = Annotated[
 TimeZone = Annotated[
     str | None,
     Field(
-        description="IANA zone (e.g. Europe/Berlin) to read times without an offset in and "
-        "to show times in; default: the account's zone in, the phone's own offset out"
+        description="IANA zone (e.g. Europe/Berlin) to show the times returned in; default: "
+        "the phone's own offset. A start or end without an offset is on the phone's clock "
+        "of each sample, whatever this says"
     ),
 ]
 ResolutionName = Literal["raw", "minute", "hour", "day", "week", "month"]
@@ -80,32 +80,20 @@ class BadArgument(HealthlogError):
 
 
 class Clock:
-    """How a tool reads times without an offset, and shows the times it returns."""
+    """How a tool reads its bounds (``healthlog.clock``'s rule, docs/time.md: without an
+    offset, on the phone's clock of each sample) and shows the times it returns."""
 
     def __init__(self, account_zone: str, asked: str | None) -> None:
         self.shown: tzinfo | None = _zone(asked) if asked else None
         self.read_in: tzinfo = self.shown or _zone(account_zone)
 
-    def parse(self, name: str, text: str | None) -> datetime | None:
-        if text is None or not text.strip():
-            return None
-        try:
-            at = datetime.fromisoformat(text.strip().replace(" ", "T"))
-        except ValueError:
-            raise BadArgument(
-                f"{name}: {text!r} is not an ISO 8601 date or date-time (e.g. 2026-03-01 or "
-                "2026-03-01T08:00+01:00)"
-            ) from None
-        return at if at.tzinfo is not None else at.replace(tzinfo=self.read_in)
-
     def range(self, start: str | None, end: str | None) -> tuple[datetime | None, datetime | None]:
-        first, last = self.parse("start", start), self.parse("end", end)
-        if first is not None and last is not None and last <= first:
-            raise BadArgument(
-                f"end ({end}) is not after start ({start}): the range is start inclusive to "
-                "end exclusive; swap them"
-            )
-        return first, last
+        """The tool's range as every interface reads one (``ranges.given``)."""
+        try:
+            found = ranges.given(start, end, lambda: self.read_in)
+        except ranges.BadBound as exc:
+            raise BadArgument(str(exc)) from None
+        return found.start, found.end
 
     def show(self, local_iso: str | None) -> str | None:
         """A time with its offset (from reads) as it is, or in the zone asked for."""
@@ -121,11 +109,9 @@ class Clock:
 
 
 def _zone(name: str) -> tzinfo:
-    if name == "UTC":
-        return UTC
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+        return zone_named(name)
+    except UnknownZone:
         raise BadArgument(
             f"time_zone: {name!r} is not an IANA zone name (e.g. Europe/Berlin, UTC)"
         ) from None
@@ -377,10 +363,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             info = r.range_field(metric, field, start=first, end=last, source=source, catalog=known)
             chosen = reads.Resolution(resolution) if resolution else None
             if chosen is None:
-                # the part of the range where the field has data
-                extent_start = max(filter(None, (first, from_text(info.first))))
-                extent_end = min(filter(None, (last, from_text(info.last) + timedelta(minutes=1))))
-                chosen = reads.auto_resolution(extent_start, extent_end, max_buckets=top)
+                chosen = reads.resolution_for(info, first, last, max_buckets=top)
             series = r.series(
                 metric,
                 field=info.field,

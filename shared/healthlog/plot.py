@@ -26,13 +26,13 @@ import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from healthlog import files
+from healthlog.clock import Moment, Wall
 from healthlog.errors import HealthlogError
-from healthlog.journal.rows import first_at_or_after, from_text
 from healthlog.reads import (
     WIDTHS,
     Kind,
@@ -43,6 +43,7 @@ from healthlog.reads import (
     Series,
     auto_resolution,
     next_bucket,
+    resolution_for,
     sample_time,
 )
 
@@ -129,19 +130,18 @@ def plot_metric(
     path: Path,
     *,
     field: str | None = None,
-    start: str | None = None,
-    end: str | None = None,
+    start: Moment | None = None,
+    end: Moment | None = None,
     resolution: Resolution | None = None,
     source: str | None = None,
-    zone: tzinfo = UTC,
 ) -> Drawn:
     """Read a metric over [start, end) and draw it to ``path``.
 
-    ``start`` and ``end`` are compared with the stored UTC text, as ``healthlog export``
-    compares them (a prefix such as ``2026-01-31`` works). ``zone`` is the account's
-    clock, where a night's label is read (``Reads.sleep_nights``). UnknownName (from
-    the read module, naming the nearest) for a metric or field the account does not
-    have; NothingToPlot when the range holds no data.
+    ``start`` and ``end`` are bounds as every read takes them (``healthlog.clock``,
+    docs/time.md): an aware datetime an instant, a naive one the phone's clock, text
+    the stored UTC text or a prefix of it. UnknownName (from the read module, naming
+    the nearest) for a metric or field the account does not have; NothingToPlot when
+    the range holds no data.
     """
     require_matplotlib()
     if metric == "sleep_analysis" and field is None:
@@ -151,7 +151,7 @@ def plot_metric(
                 "sleep_analysis is drawn a night a bar, from the source with the most sleep: "
                 "drop --resolution and --source, or name a --field to draw it as a series"
             )
-        nights = reads.sleep_nights(start=_on_clock(start, zone), end=_on_clock(end, zone))
+        nights = reads.sleep_nights(start=start, end=end)
         if not nights:
             raise NothingToPlot(_empty(metric, None, start, end, fields))
         return plot_nights(nights, path)
@@ -159,7 +159,7 @@ def plot_metric(
     # the unit the read takes (a field stored in two), so its extent picks the resolution
     info = reads.range_field(metric, field, start=start, end=end, source=source, catalog=catalog)
     if resolution is None:
-        resolution = pick_resolution(*_span(info, start, end))
+        resolution = resolution_for(info, start, end, PLOT_BUCKETS)
     series = reads.series(
         metric,
         field=info.field,
@@ -298,28 +298,6 @@ def gaps(times: Sequence[datetime], resolution: Resolution) -> set[int]:
     return {i for i in range(1, len(times)) if times[i] > next_bucket(times[i - 1], resolution)}
 
 
-def _on_clock(at: str | None, zone: tzinfo) -> datetime | None:
-    """A bound given as UTC text, as the same instant on ``zone``'s clock (in UTC where
-    that clock would leave the calendar: the same instant all the same)."""
-    found = None if at is None else first_at_or_after(at)
-    if found is None:
-        return None
-    try:
-        return found.astimezone(zone)
-    except OverflowError:
-        return found
-
-
-def _span(info: MetricInfo, start: str | None, end: str | None) -> tuple[datetime, datetime]:
-    """The part of [start, end) where the field has data, for the default resolution."""
-    first, last = from_text(info.first), from_text(info.last)
-    if start is not None and (bound := first_at_or_after(start)) is not None:
-        first = max(first, bound)
-    if end is not None and (bound := first_at_or_after(end)) is not None:
-        last = min(last, bound)
-    return first, last
-
-
 def _extent(series: Series) -> str:
     cut = 16 if series.resolution in (Resolution.RAW, Resolution.MINUTE, Resolution.HOUR) else 10
     labels = [s.t[:cut].replace("T", " ") for s in series.samples if s.value is not None]
@@ -376,18 +354,25 @@ def _visible(width: float, xs: Sequence[float]) -> float:
 def _empty(
     metric: str,
     field: str | None,
-    start: str | None,
-    end: str | None,
+    start: Moment | None,
+    end: Moment | None,
     infos: Sequence[MetricInfo],
     source: str | None = None,
 ) -> str:
     what = metric if field is None else f"{metric} ({field})"
-    where = f"from {start or 'the beginning'} to {end or 'the end'} (UTC)"
+    where = f"from {_shown(start) or 'the beginning'} to {_shown(end) or 'the end'}"
     if source is not None:
         where += " for that source"
     first = min(i.first for i in infos)[:10]
     last = max(i.last for i in infos)[:10]
     return f"no {what} data {where}; it has data from {first} to {last}"
+
+
+def _shown(at: Moment | None) -> str | None:
+    """A bound as a person gave it (a wall-clock time without an offset)."""
+    if isinstance(at, Wall):
+        at = at.at
+    return at.isoformat() if isinstance(at, datetime) else at
 
 
 # --- matplotlib -----------------------------------------------------------------------------

@@ -9,20 +9,26 @@ Accepted forms (docs/operations.md, "Dates and ranges"):
 * ``now``, ``today`` (its midnight), ``yesterday`` (its midnight);
 * an amount of time ago: ``90m``, ``24h``, ``7d``, ``2w``.
 
-Everything without an offset (a day, a date-time without one, ``today``) is read on the
-account's clock, its time zone (``healthlog account set-tz``; UTC unless set). A range
-is half open, ``[from, to)``, and compared as instants with the points' UTC starts.
+What a bound means is ``healthlog.clock``'s rule, the same in every interface
+(docs/time.md): with an offset it is that instant; without one (a day, a date-time
+without an offset) it is a wall-clock time on the phone's clock of each sample, so
+``2026-11-30`` is that day as the phone lived it. ``today`` and ``yesterday`` take the
+date of now on the account's time zone (``healthlog account set-tz``; UTC unless set),
+then are that day's midnight on the phone's clock. ``7d`` and ``now`` are instants. A
+range is half open, ``[from, to)``.
 
 ``parse`` reads the text alone (so a typing error is caught before anything is
-opened); ``Bound.instant`` places it once the account's zone is known.
+opened); ``Bound.at`` places it once the account's zone is known.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from healthlog import clock
 
 #: what a bad bound is told it could have been
 FORMS = "2026-11-30, 2026-11-30T08:00, 2026-11-30T08:00+01:00, today, yesterday, 7d, 24h"
@@ -44,33 +50,34 @@ class BadBound(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Bound:
-    """One end of a range, as typed: fixed, on the account's clock, or relative to now."""
+    """One end of a range, as typed: fixed, on the phone's clock, or relative to now."""
 
     text: str
     #: an aware instant (the text had an offset), else None
     fixed: datetime | None = None
-    #: a wall-clock time to read in the account's zone, else None
+    #: a wall-clock time on the phone's clock of each sample, else None
     local: datetime | None = None
-    #: ``today`` is 0, ``yesterday`` 1 (midnight of that day, on the account's clock)
+    #: ``today`` is 0, ``yesterday`` 1 (midnight of that day, its date on the account's zone)
     days_back: int | None = None
     #: ``now`` is 0; ``7d`` is seven days
     ago: timedelta | None = None
 
     @property
     def needs_zone(self) -> bool:
-        """Whether the account's zone decides the instant (no offset was given)."""
-        return self.local is not None or self.days_back is not None
+        """Whether the account's zone decides the bound (``today``'s date)."""
+        return self.days_back is not None
 
-    def instant(self, zone: tzinfo = UTC, now: datetime | None = None) -> datetime:
-        """The instant this bound names, read in ``zone`` where it has no offset."""
+    def at(self, zone: tzinfo = UTC, now: datetime | None = None) -> datetime:
+        """The bound: an aware instant, or a naive wall-clock time on the phone's clock;
+        ``zone`` gives ``today``'s date."""
         if self.fixed is not None:
             return self.fixed
         if self.local is not None:
-            return _on_clock(self.local, zone)
+            return self.local
         now = datetime.now(UTC) if now is None else now
         if self.days_back is not None:
             day = now.astimezone(zone).date() - timedelta(days=self.days_back)
-            return _on_clock(datetime.combine(day, datetime.min.time()), zone)
+            return datetime.combine(day, datetime.min.time())
         assert self.ago is not None
         return now - self.ago
 
@@ -99,36 +106,22 @@ def parse(text: str) -> Bound:
             at = datetime.fromisoformat(raw.replace(" ", "T", 1))
             if at.tzinfo is None:
                 return Bound(text, local=at)
-            return Bound(text, fixed=at.astimezone(UTC))
+            at.astimezone(UTC)  # on the calendar in UTC, or OverflowError
+            return Bound(text, fixed=at)  # its own offset kept: coverage's days are on it
+    except OverflowError:
+        raise BadBound(f"{text!r} is outside the calendar in UTC (years 1 to 9999)") from None
     except ValueError:  # the right shape, an impossible value: 2026-13-45, 25:00
         raise BadBound(f"{text!r} is not a real date or time") from None
-    raise BadBound(f"{text!r} is not a date or time (forms: {FORMS})")
+    raise BadBound(f"{text!r} is not an ISO 8601 date or time (forms: {FORMS})")
 
 
-def zone_named(name: str) -> tzinfo:
-    """The time zone of an account's ``time_zone`` (UTC when it cannot be read)."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return UTC
-
-
-def _on_clock(wall: datetime, zone: tzinfo) -> datetime:
-    """A wall-clock time in ``zone`` as a UTC instant (an ambiguous one: its first).
-
-    BadBound when that instant is off the calendar (year 1's first hours east of UTC,
-    year 9999's last west of it)."""
-    try:
-        return wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
-    except OverflowError:
-        raise BadBound(
-            f"{wall.isoformat()} on this clock is outside the calendar in UTC (years 1 to 9999)"
-        ) from None
+zone_named = clock.zone_named
 
 
 @dataclass(frozen=True, slots=True)
 class Range:
-    """``[start, end)`` as instants; either end may be open (None)."""
+    """``[start, end)``; either end may be open (None). Each end an aware instant, or a
+    naive wall-clock time on the phone's clock (``clock.bound``)."""
 
     start: datetime | None = None
     end: datetime | None = None
@@ -140,29 +133,59 @@ class Range:
         end: Bound | None,
         zone: tzinfo = UTC,
         now: datetime | None = None,
+        names: tuple[str, str] = ("--from", "--to"),
     ) -> Range:
-        """The range between two bounds read in ``zone``; BadBound if it is empty."""
+        """The range between two bounds (``zone``: today's date); BadBound if it is empty.
+
+        A range of a wall-clock time and an instant is empty only as the phone's clock
+        of each sample says, so it is not judged here."""
         now = datetime.now(UTC) if now is None else now
         found = cls(
-            None if start is None else start.instant(zone, now),
-            None if end is None else end.instant(zone, now),
+            None if start is None else start.at(zone, now),
+            None if end is None else end.at(zone, now),
         )
-        if found.start is not None and found.end is not None and found.start >= found.end:
+        low, high = found.start, found.end
+        same = low is not None and high is not None
+        same = same and (low.tzinfo is None) == (high.tzinfo is None)  # type: ignore[union-attr]
+        if same and low >= high:  # type: ignore[operator]
             assert start is not None and end is not None
+            first, last = names
             raise BadBound(
-                f"--from {start.text} is not before --to {end.text}: the range [from, to) is empty"
+                f"{first} {start.text} is not before {last} {end.text}: the range "
+                f"[{first.lstrip('-')}, {last.lstrip('-')}) is empty"
             )
         return found
 
-    def texts(self) -> tuple[str | None, str | None]:
-        """Both ends as the journal's UTC text (which sorts as the instants do)."""
-        from healthlog.journal.rows import to_text
-
-        return (
-            None if self.start is None else to_text(self.start),
-            None if self.end is None else to_text(self.end),
-        )
+    def bounds(self) -> tuple[clock.At | None, clock.At | None]:
+        """Both ends as the journal takes them (``clock.bound``)."""
+        return clock.bound(self.start), clock.bound(self.end)
 
     def as_dict(self) -> dict[str, str | None]:
-        start, end = self.texts()
-        return {"from": start, "to": end}
+        return {
+            "from": None if self.start is None else self.start.isoformat(),
+            "to": None if self.end is None else self.end.isoformat(),
+        }
+
+
+def given(
+    start: str | None,
+    end: str | None,
+    zone: Callable[[], tzinfo],
+    *,
+    names: tuple[str, str] = ("start", "end"),
+    now: datetime | None = None,
+) -> Range:
+    """A range given as two texts (the dashboard's and the MCP tools' arguments), read
+    as ``parse`` reads the command line's: BadBound naming the argument. ``zone`` gives
+    the account's zone, asked only for ``today`` and ``yesterday``."""
+    bounds: list[Bound | None] = []
+    for name, text in zip(names, (start, end), strict=True):
+        if text is None or not text.strip():
+            bounds.append(None)
+            continue
+        try:
+            bounds.append(parse(text))
+        except BadBound as exc:
+            raise BadBound(f"{name}: {exc}") from None
+    needs = any(b is not None and b.needs_zone for b in bounds)
+    return Range.of(bounds[0], bounds[1], zone() if needs else UTC, now, names)

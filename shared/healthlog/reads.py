@@ -8,7 +8,10 @@ sections' records, data coverage (days, gaps, late samples) and the deliveries' 
 Resolutions are computed in the database (``Journal.point_buckets``), so a read returns
 at most a few thousand rows whatever the range. Times:
 
-* bounds (``start``, ``end``) are aware datetimes or the port's UTC text, half open;
+* bounds (``start``, ``end``) are half open, read once by ``healthlog.clock.bound``
+  (docs/time.md): an aware datetime is that instant; a naive one a wall-clock time on
+  the phone's clock of each sample (``datetime(2026, 3, 2)`` is that day as the phone
+  lived it, whatever its offset); text is the port's UTC text or a prefix of it;
 * a bucket is read on the phone's clock when its points were taken (their UTC offset;
   UTC for points sent without one) and labelled by its local start without an offset
   (``2026-01-05``, ``2026-01-05T13:00``);
@@ -21,7 +24,6 @@ min, average and max; docs/dashboard.md lists them.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import itertools
 import math
@@ -34,7 +36,8 @@ from typing import Any
 
 import orjson
 
-from healthlog import overlap
+from healthlog import clock, overlap
+from healthlog.clock import At, Moment, Wall, first_at_or_after, from_text, meets, to_text
 from healthlog.errors import AccountNotFound, HealthlogError
 from healthlog.journal.port import (
     BucketRow,
@@ -44,7 +47,7 @@ from healthlog.journal.port import (
     StoredPoint,
     Summary,
 )
-from healthlog.journal.rows import first_at_or_after, from_text, runs_of_days, to_text
+from healthlog.journal.rows import runs_of_days
 from healthlog.model import Account, Delivery, Item, Record
 
 #: at most this many buckets or raw points in one series
@@ -337,21 +340,8 @@ class Workout:
 # --- the reads ------------------------------------------------------------------------------
 
 
-def _bound(at: datetime | str | None) -> str | None:
-    if at is None or isinstance(at, str):
-        return at
-    return to_text(at)
-
-
-def local_text(utc_text: str | None, offset_min: int | None) -> str | None:
-    """A stored UTC time as ISO 8601 on the phone's clock, with its offset."""
-    if utc_text is None:
-        return None
-    at = from_text(utc_text)
-    try:
-        return at.astimezone(_zone(offset_min)).isoformat()
-    except OverflowError:  # off the calendar's ends on the phone's clock: UTC
-        return at.isoformat()
+_bound = clock.bound
+local_text = clock.local_text
 
 
 def _units(catalog: Sequence[MetricInfo], metric: str, field: str) -> list[MetricInfo]:
@@ -382,6 +372,26 @@ def auto_resolution(
         if span / width <= max_buckets:
             return resolution
     return Resolution.MONTH
+
+
+def resolution_for(
+    info: MetricInfo,
+    start: Moment | None = None,
+    end: Moment | None = None,
+    max_buckets: int = MAX_BUCKETS,
+) -> Resolution:
+    """A series' default resolution for ``plot`` and the MCP tools: the finest whose
+    buckets over the part of [start, end) where ``info``'s field has data stay under
+    ``max_buckets`` (a picture wants fewer than a table). ``Reads.series`` without a
+    resolution (the dashboard) chooses over the range as given: its zoom. A wall-clock
+    bound is read as UTC here: it moves the span by hours at most."""
+    first, last = from_text(info.first), from_text(info.last) + timedelta(minutes=1)
+    low, high = _as_datetime(start), _as_datetime(end)
+    if low is not None:
+        first = max(first, low)
+    if high is not None:
+        last = min(last, high)
+    return auto_resolution(first, max(first, last), max_buckets)
 
 
 class Reads:
@@ -500,8 +510,8 @@ class Reads:
         metric: str,
         *,
         field: str | None = None,
-        start: datetime | str | None = None,
-        end: datetime | str | None = None,
+        start: Moment | None = None,
+        end: Moment | None = None,
         resolution: Resolution | None = None,
         source: str | None = None,
         limit: int = MAX_ROWS,
@@ -534,8 +544,8 @@ class Reads:
     def _with_band(
         self,
         series: Series,
-        start: datetime | str | None,
-        end: datetime | str | None,
+        start: Moment | None,
+        end: Moment | None,
         source: str | None,
         limit: int,
         catalog: Sequence[MetricInfo],
@@ -581,8 +591,8 @@ class Reads:
         metric: str,
         field: str | None = None,
         *,
-        start: datetime | str | None = None,
-        end: datetime | str | None = None,
+        start: Moment | None = None,
+        end: Moment | None = None,
         source: str | None = None,
         catalog: Sequence[MetricInfo] | None = None,
     ) -> MetricInfo:
@@ -602,8 +612,8 @@ class Reads:
         self,
         main: MetricInfo,
         infos: list[MetricInfo],
-        start: datetime | str | None,
-        end: datetime | str | None,
+        start: Moment | None,
+        end: Moment | None,
         source: str | None,
     ) -> str:
         """Of a field's units, the one with the most points in [start, end); ``main``'s
@@ -630,8 +640,8 @@ class Reads:
     def _series(
         self,
         info: MetricInfo,
-        start: datetime | str | None,
-        end: datetime | str | None,
+        start: Moment | None,
+        end: Moment | None,
         resolution: Resolution | None,
         source: str | None,
         limit: int,
@@ -642,7 +652,7 @@ class Reads:
         metric = info.metric
         several = len(_units(catalog, metric, info.field)) > 1
         unit = info.unit if several else None  # no filter where the field has one unit
-        if resolution is None:
+        if resolution is None:  # the dashboard's rule: its zoom is the range
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
         kind = info.kind
         # the kept days sum every unit of a field together: not for a field of several
@@ -695,8 +705,8 @@ class Reads:
         self,
         metric: str,
         info: MetricInfo,
-        start: datetime | str | None,
-        end: datetime | str | None,
+        start: Moment | None,
+        end: Moment | None,
         resolution: Resolution,
     ) -> list[Sample]:
         """Days, weeks or months from the days the fold keeps summed (point_day_sums).
@@ -708,8 +718,7 @@ class Reads:
         follows the days, and the numbers are the points' own.
         """
         low, high = _bound(start), _bound(end)
-        first, last = _as_datetime(start), _as_datetime(end)
-        day_from, day_to = _day_span(first, last)
+        day_from, day_to = _day_span(low, high)
         may = self._may_overlap(info)
         by_day = resolution is Resolution.DAY
         cumulative = info.kind is Kind.CUMULATIVE
@@ -725,10 +734,10 @@ class Reads:
         ):
             # a read of years makes this loop its hot path: the row unpacked once
             day, points, valued, total, least, most, earliest, latest, _, _ = kept
-            if (low is not None and latest < low) or (high is not None and earliest >= high):
+            reached = _day_in(day, earliest, latest, low, high)
+            if reached is None:
                 continue  # none of the day's points is in the range
-            whole = (low is None or earliest >= low) and (high is None or latest < high)
-            if whole and not (may and _mixed(kept, info)):
+            if reached and not (may and _mixed(kept, info)):
                 if by_day:  # the day's sample itself, no sums to add up
                     value = total if cumulative or total is None else total / valued
                     rows[day] = Sample(day, value, least, most, points)
@@ -746,8 +755,8 @@ class Reads:
             counted = self.counted_points(
                 metric,
                 info.field,
-                start=lowest if low is None else max(low, lowest),
-                end=after if high is None else (high if after is None else min(high, after)),
+                start=_tighter(low, lowest, run[0].day, later=False),
+                end=_tighter(high, after, run[-1].day, later=True),
                 ruled=may and any(_mixed(kept, info) for kept in run),
             )
             for day, sums in overlap.sums_by(counted, "day").items():
@@ -773,8 +782,8 @@ class Reads:
         info: MetricInfo,
         source: str | None = None,
         *,
-        start: datetime | str | None = None,
-        end: datetime | str | None = None,
+        start: Moment | None = None,
+        end: Moment | None = None,
     ) -> bool:
         """Whether the overlap rule can change a read of ``info`` (else: plain SQL).
 
@@ -784,7 +793,7 @@ class Reads:
         """
         if not self._may_overlap(info, source):
             return False  # neither can happen here, whatever the days hold
-        day_from, day_to = _day_span(_as_datetime(start), _as_datetime(end))
+        day_from, day_to = _day_span(_bound(start), _bound(end))
         return any(
             _mixed(kept, info, source)
             for kept in self.journal.day_sums(
@@ -808,8 +817,8 @@ class Reads:
         metric: str,
         field: str | None = None,
         *,
-        start: datetime | str | None = None,
-        end: datetime | str | None = None,
+        start: Moment | None = None,
+        end: Moment | None = None,
         source: str | None = None,
         ruled: bool = True,
         unit: str | None = None,
@@ -849,8 +858,8 @@ class Reads:
         self,
         metrics: Sequence[str],
         *,
-        start: datetime | str | None = None,
-        end: datetime | str | None = None,
+        start: Moment | None = None,
+        end: Moment | None = None,
         catalog: Sequence[MetricInfo] | None = None,
     ) -> list[dict[str, Any]]:
         """A day a row: for each metric its day's value (sum or average), in day order."""
@@ -868,7 +877,7 @@ class Reads:
     # --- sleep --------------------------------------------------------------------------
 
     def sleep_nights(
-        self, *, start: datetime | str | None = None, end: datetime | str | None = None
+        self, *, start: Moment | None = None, end: Moment | None = None
     ) -> list[Night]:
         """Sleep per night: aggregated nights as sent, segments summed per stage.
 
@@ -884,16 +893,16 @@ class Reads:
         of the range (a night's label is within a day of its segments' starts, on any
         offset), so a night is never cut where the range begins or ends.
         """
-        low, high = _as_datetime(start), _as_datetime(end)
+        low, high = _as_given(start), _as_given(end)
         nights: dict[tuple[str, str, bool], dict[str, Any]] = {}
         for stored in self.journal.export_points(
             account_id=self.account.id,
             metric="sleep_analysis",
-            start_from=_moved(low, -_NIGHT_REACH),
-            start_to=_moved(high, _NIGHT_REACH),
+            start_from=_moved(_as_datetime(low), -_NIGHT_REACH),
+            start_to=_moved(_as_datetime(high), _NIGHT_REACH),
         ):
             p = stored.point
-            local = from_text(p.start).astimezone(_zone(p.utc_offset))
+            local = clock.local_of(p.start, p.utc_offset)
             label = (local + timedelta(hours=12)).date().isoformat()
             segment = p.field == "segment"
             night = nights.setdefault(
@@ -936,9 +945,7 @@ class Reads:
 
     # --- records ------------------------------------------------------------------------
 
-    def workouts(
-        self, *, start: datetime | str | None = None, end: datetime | str | None = None
-    ) -> list[Workout]:
+    def workouts(self, *, start: Moment | None = None, end: Moment | None = None) -> list[Workout]:
         """The workouts in [start, end), without their series."""
         return [
             _workout(stored.record)
@@ -966,8 +973,8 @@ class Reads:
         self,
         section: str,
         *,
-        start: datetime | str | None = None,
-        end: datetime | str | None = None,
+        start: Moment | None = None,
+        end: Moment | None = None,
         with_items: bool = False,
     ) -> list[dict[str, Any]]:
         """The records of a section other than metrics, as dicts a page or a model reads."""
@@ -999,8 +1006,8 @@ class Reads:
         self,
         *,
         metric: str | None = None,
-        start: datetime | str | None = None,
-        end: datetime | str | None = None,
+        start: Moment | None = None,
+        end: Moment | None = None,
     ) -> list[Coverage]:
         """Per metric: points per local day, the gaps, and the points that came late.
 
@@ -1053,28 +1060,63 @@ def _mixed(kept: DaySum, info: MetricInfo, source: str | None = None) -> bool:
     return 0 < kept.imported < kept.points or several
 
 
-def _day_span(first: datetime | None, last: datetime | None) -> tuple[str, str]:
-    """The days of the phone's clock [first, last) can reach: a day wider each side (any
-    offset), the calendar's ends where there is no bound or it leaves the calendar."""
-    low, high = "0000-01-01", "9999-99-99"  # text bounds past any day
-    with contextlib.suppress(OverflowError):
-        if first is not None:
-            low = (first - timedelta(days=1)).date().isoformat()
-    with contextlib.suppress(OverflowError):
-        if last is not None:
-            high = (last + timedelta(days=2)).date().isoformat()
-    return low, high
+def _day_span(low: At | None, high: At | None) -> tuple[str, str]:
+    """The days of the phone's clock [low, high) can reach (``clock.day_from``/``day_to``),
+    the calendar's ends where there is no bound or it leaves the calendar."""
+    # text bounds past any day
+    return clock.day_from(low) or "0000-01-01", clock.day_to(high) or "9999-99-99"
 
 
-def widened(low: str | None, high: str | None) -> tuple[str | None, str | None]:
+def _day_in(day: str, earliest: str, latest: str, low: At | None, high: At | None) -> bool | None:
+    """How a kept day of the phone's clock meets [low, high): None when none of its
+    points can be in it, True when all of them are, False when it is cut."""
+    whole = True
+    for edge, after in ((low, True), (high, False)):
+        if edge is None:
+            continue
+        if isinstance(edge, Wall):
+            midnight = datetime.fromisoformat(day)
+            first, last = midnight, midnight + timedelta(days=1)
+            if (last <= edge.at) if after else (first >= edge.at):
+                return None
+            whole = whole and ((first >= edge.at) if after else (last <= edge.at))
+        else:
+            if (latest < edge) if after else (earliest >= edge):
+                return None
+            whole = whole and ((earliest >= edge) if after else (latest < edge))
+    return whole
+
+
+def _tighter(edge: At | None, own: str | None, day: str, *, later: bool) -> At | None:
+    """A run of cut days' bound: its own UTC end (``own``, from its points) or the range's
+    ``edge``, whichever cuts more; a wall-clock edge where the run reaches its day."""
+    if edge is None:
+        return own
+    if isinstance(edge, Wall):
+        reaches = day >= edge.day().isoformat() if later else day <= edge.day().isoformat()
+        return edge if reaches else own
+    if own is None:
+        return edge
+    return min(edge, own) if later else max(edge, own)
+
+
+def widened(low: At | None, high: At | None) -> tuple[At | None, At | None]:
     """Bounds a day wider on each side: the overlap rule decides each day whole.
 
     A day of the phone's clock reaches up to 14 h either side of its UTC day, so the
     points read from a day before ``low`` to a day after ``high`` hold every day that
     [low, high) touches; ``counted_stream(within=...)`` cuts them back once decided.
     """
-    wide_low, wide_high = _as_datetime(low), _as_datetime(high)
-    return _moved(wide_low, -timedelta(days=1)), _moved(wide_high, timedelta(days=1))
+    return _shifted(low, -timedelta(days=1)), _shifted(high, timedelta(days=1))
+
+
+def _shifted(at: At | None, by: timedelta) -> At | None:
+    if isinstance(at, Wall):
+        try:
+            return Wall(at.at + by)
+        except OverflowError:
+            return None
+    return _moved(_as_datetime(at), by)
 
 
 #: how far from a range's ends the segments of a night it holds may start: a night's
@@ -1085,7 +1127,7 @@ _NIGHT_REACH = timedelta(days=2)
 
 def _night_within(label: str, first: datetime | None, last: datetime | None) -> bool:
     """Whether the night labelled ``label`` (``yyyy-MM-dd``) is in ``[first, last)``: its
-    label's midnight, on each bound's own clock."""
+    label's midnight, on each bound's own clock (the phone's for a naive bound)."""
     day = date.fromisoformat(label)
     for bound, after in ((first, True), (last, False)):
         if bound is None:
@@ -1112,7 +1154,7 @@ def counted_stream(
     priority: overlap.SourcePriority = overlap.DEFAULT,
     *,
     keep_all: bool = False,
-    within: tuple[str | None, str | None] = (None, None),
+    within: tuple[At | None, At | None] = (None, None),
 ) -> Iterator[overlap.Candidate[StoredPoint]]:
     """Stored points in export order (account, metric, start), as the overlap rule counts them.
 
@@ -1137,8 +1179,8 @@ def counted_stream(
         if not ids and not (cumulative and metric in several[account_id]):
             # nothing the rules could change: every point counts whole, as it comes
             for p in group:
-                start = p.point.start
-                if (low is None or start >= low) and (high is None or start < high):
+                point = p.point
+                if meets(point.start, point.utc_offset, low, high):
                     yield _candidate(p, ids)
             continue
         yield from _ruled(group, ids, cumulative, priority, keep_all=keep_all, within=within)
@@ -1151,7 +1193,7 @@ def _ruled(
     priority: overlap.SourcePriority,
     *,
     keep_all: bool = False,
-    within: tuple[str | None, str | None] = (None, None),
+    within: tuple[At | None, At | None] = (None, None),
 ) -> Iterator[overlap.Candidate[StoredPoint]]:
     """One metric's stored points (in start order) as the rule counts them, those that
     start in ``within`` ([low, high)); ``imported``: the account's imports."""
@@ -1162,7 +1204,7 @@ def _ruled(
         priority=priority,
         keep_all=keep_all,
     ):
-        if (low is None or found.start >= low) and (high is None or found.start < high):
+        if meets(found.start, found.utc_offset, low, high):
             yield found
 
 
@@ -1312,8 +1354,16 @@ def _night_span(extra: str | None) -> tuple[str, str, int | None] | None:
     return first, last, offset
 
 
-def _as_datetime(at: datetime | str | None) -> datetime | None:
+def _as_given(at: Moment | None) -> datetime | None:
+    """A bound as a datetime: naive (on the phone's clock) or aware as given; text as
+    the aware instant it names."""
+    return at if at is None or isinstance(at, datetime) else _as_datetime(at)
+
+
+def _as_datetime(at: Moment | None) -> datetime | None:
     """A bound as an aware datetime: the port's text, or a prefix of it (``2024-01``)."""
+    if isinstance(at, Wall):
+        at = at.at
     if at is None or isinstance(at, datetime):
         return at if at is None or at.tzinfo is not None else at.replace(tzinfo=UTC)
     try:
@@ -1323,13 +1373,13 @@ def _as_datetime(at: datetime | str | None) -> datetime | None:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-def _first_day(at: datetime | str | None) -> str | None:
+def _first_day(at: Moment | None) -> str | None:
     """The day a range's start falls on, on its own clock: coverage counts whole days."""
     found = _as_datetime(at)
     return None if found is None else found.date().isoformat()
 
 
-def _day_after(at: datetime | str | None) -> str | None:
+def _day_after(at: Moment | None) -> str | None:
     """The first day a range's (exclusive) end leaves out: a day it reaches into is in."""
     found = _as_datetime(at)
     if found is None:

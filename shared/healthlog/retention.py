@@ -30,8 +30,8 @@ from datetime import datetime, timedelta
 
 from healthlog import ids, log
 from healthlog.archive.port import Archive
+from healthlog.clock import to_text
 from healthlog.journal.port import ZERO_CURSOR, Journal
-from healthlog.journal.rows import to_text
 
 logger = logging.getLogger("healthlog.retention")
 

@@ -70,7 +70,7 @@ def _fold(journal: Journal, where: Path) -> Folded:
     return folded
 
 
-def _env(journal_url: str, where: Path) -> dict[str, str]:
+def stack_env(journal_url: str, where: Path) -> dict[str, str]:
     return launcher.clean_env(
         {
             "HEALTHLOG_JOURNAL_URL": journal_url,
@@ -84,7 +84,9 @@ def _env(journal_url: str, where: Path) -> dict[str, str]:
 def sqlite_sample(tmp_path_factory: pytest.TempPathFactory) -> Sample:
     where = tmp_path_factory.mktemp("mcp")
     folded = _fold(SqliteJournal(str(where / "journal.db")), where)
-    return Sample(_env(f"sqlite:///{where / 'journal.db'}", where), folded, where / "journal.db")
+    return Sample(
+        stack_env(f"sqlite:///{where / 'journal.db'}", where), folded, where / "journal.db"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +94,7 @@ def postgres_sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sample
     with pg.fresh_database() as url:
         where = tmp_path_factory.mktemp("mcp-pg")
         folded = _fold(PostgresJournal(url), where)
-        yield Sample(_env(url, where), folded, None)
+        yield Sample(stack_env(url, where), folded, None)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -349,7 +351,7 @@ def test_bad_arguments_name_the_problem(sqlite_sample: Sample) -> None:
         reversed_range = await s.error(
             "metric_series", metric="step_count", start="2026-03-05", end="2026-03-01"
         )
-        assert "not after start" in reversed_range
+        assert "start 2026-03-05 is not before end 2026-03-01" in reversed_range
         assert await s.error("metric_series", metric="step_count", resolution="year") == (
             "Error executing tool metric_series: resolution: one of raw, minute, hour, day, "
             "week or month (got 'year')"

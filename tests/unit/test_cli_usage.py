@@ -83,13 +83,30 @@ def test_to_with_an_offset_is_an_instant_and_leaves_the_point_at_it_out(folded: 
     assert starts("--from", "2026-11-30T08:00+01:00") == ["07:00", "08:00"]
 
 
-def test_a_time_without_an_offset_is_on_the_accounts_clock(folded: Phone) -> None:
-    assert starts("--from", "2026-11-30 07:30") == ["08:00"]  # UTC until told otherwise
-    ok("account", "set-tz", "alice", "Europe/Berlin")  # +01:00 in November
-    assert starts("--from", "2026-11-30 07:30") == ["06:30", "07:00", "08:00"]
-    assert starts("--from", "2026-11-30 08:30") == ["08:00"]
-    assert starts("--from", "2026-11-30 08:00", "--to", "2026-11-30T09:00") == ["07:00"]
-    assert starts("--to", "2026-11-30") == []  # Berlin's midnight is 23:00Z the day before
+def test_a_time_without_an_offset_is_on_the_phones_clock_whatever_the_accounts_zone(
+    folded: Phone,
+) -> None:
+    # the points were recorded at 07:30, 08:00 and 09:00 on the phone's +01:00 clock
+    for zone in ("UTC", "Europe/Berlin", "Asia/Tokyo"):
+        ok("account", "set-tz", "alice", zone)
+        assert starts("--from", "2026-11-30 07:30") == ["06:30", "07:00", "08:00"], zone
+        assert starts("--from", "2026-11-30 08:30") == ["08:00"], zone
+        assert starts("--from", "2026-11-30 08:00", "--to", "2026-11-30T09:00") == ["07:00"]
+        assert starts("--to", "2026-11-30") == []  # the phone's midnight, before them all
+        assert starts("--from", "2026-11-30", "--to", "2026-12-01") == [
+            "06:30",
+            "07:00",
+            "08:00",
+        ]
+
+
+def test_an_account_zone_this_machine_does_not_know_is_a_usage_error(folded: Phone) -> None:
+    folded.journal.set_time_zone(folded.account.id, "Mars/Olympus")  # restored from elsewhere
+    assert starts("--from", "2026-11-30 08:30") == ["08:00"]  # no zone needed
+    result = invoke("export", "--metric", "step_count", "--from", "today")
+    assert result.exit_code == 2, result.output
+    assert "no time zone named 'Mars/Olympus'" in result.stderr, result.stderr
+    assert "account set-tz" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_dates_relative_forms_and_prefixes_are_accepted(folded: Phone) -> None:
@@ -118,23 +135,29 @@ def test_ranges_parse_each_form() -> None:
     from zoneinfo import ZoneInfo
 
     now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-    berlin = ZoneInfo("Europe/Berlin")
+    tokyo = ZoneInfo("Asia/Tokyo")  # already 2026-11-30 21:00 there: today is the 30th
     cases = {
-        "2026-11-30": datetime(2026, 11, 29, 23, 0, tzinfo=UTC),
-        "2026-11-30T08:00": datetime(2026, 11, 30, 7, 0, tzinfo=UTC),
-        "2026-11-30 08:00:00.5": datetime(2026, 11, 30, 7, 0, 0, 500000, tzinfo=UTC),
+        # without an offset: a wall-clock time on the phone's clock, the zone unused
+        "2026-11-30": datetime(2026, 11, 30),
+        "2026-11-30T08:00": datetime(2026, 11, 30, 8, 0),
+        "2026-11-30 08:00:00.5": datetime(2026, 11, 30, 8, 0, 0, 500000),
+        "2026": datetime(2026, 1, 1),
+        # today's date on the zone, its midnight on the phone's clock
+        "today": datetime(2026, 11, 30),
+        "yesterday": datetime(2026, 11, 29),
+        # with an offset, or relative to now: that instant
         "2026-11-30T08:00+02:00": datetime(2026, 11, 30, 6, 0, tzinfo=UTC),
         "2026-11-30T08:00Z": datetime(2026, 11, 30, 8, 0, tzinfo=UTC),
-        "today": datetime(2026, 11, 29, 23, 0, tzinfo=UTC),
-        "yesterday": datetime(2026, 11, 28, 23, 0, tzinfo=UTC),
         "7d": now - timedelta(days=7),
         "24h": now - timedelta(hours=24),
         "90m": now - timedelta(minutes=90),
         "2w": now - timedelta(weeks=2),
-        "2026": datetime(2025, 12, 31, 23, 0, tzinfo=UTC),
     }
     for text, expected in cases.items():
-        assert ranges.parse(text).instant(berlin, now) == expected, text
+        assert ranges.parse(text).at(tokyo, now) == expected, text
+    late = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)  # 01:00 on Dec 1 in Tokyo
+    assert ranges.parse("today").at(tokyo, late) == datetime(2026, 12, 1)
+    assert ranges.parse("today").at(UTC, late) == datetime(2026, 11, 30)
 
 
 # --- no silent empty journal ----------------------------------------------------------------

@@ -152,9 +152,11 @@ def test_series_refuses_bad_parameters_readably(alice: FlaskClient) -> None:
     assert "metric" in str(get(alice, "/api/series", 400)["error"])
     assert "resolution" in str(get(alice, "/api/series?metric=step_count&resolution=year", 400))
     assert "ISO 8601" in str(get(alice, "/api/series?metric=step_count&start=soon", 400))
-    assert "after" in str(
+    assert "is not before end" in str(
         get(alice, "/api/series?metric=step_count&start=2026-03-02&end=2026-03-01", 400)
     )
+    said = str(get(alice, "/api/workouts?start=0001-01-01T00:00%2B14:00", 400))
+    assert "start: " in said and "outside the calendar" in said
     err = get(alice, "/api/series?metric=step_cuont", 404)["error"]
     assert "step_count" in str(err)  # the nearest name
 

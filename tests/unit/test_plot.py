@@ -342,8 +342,9 @@ def test_sleep_over_a_range_takes_the_nights_of_the_accounts_days(
 
 def test_bounds_at_the_calendars_ends_on_the_accounts_clock(env: Path, capsys: Any) -> None:
     """East of UTC, a UTC bound near year 9999's end is past the calendar on the phone's
-    clock: the nights are read all the same. A day the clock puts before year 1 in UTC is
-    a usage error naming the option, never a traceback."""
+    clock: the nights are read all the same; so is year 1's first day on the phone's
+    clock. An instant before year 1 in UTC is a usage error naming the option, never a
+    traceback."""
     assert cli.main(["account", "set-tz", "alice", "Asia/Tokyo"]) == 0
     capsys.readouterr()
     out = env / "edge.svg"
@@ -351,7 +352,11 @@ def test_bounds_at_the_calendars_ends_on_the_accounts_clock(env: Path, capsys: A
     assert code == 0, said
     assert svg_marks(out, "sleep-")
     code, said = plot_cmd(capsys, "sleep_analysis", "--from", "0001-01-01", "-o", str(out))
-    assert code == 2 and "Invalid value for '--from'/'--to'" in said, said
+    assert code == 0 and svg_marks(out, "sleep-"), said
+    code, said = plot_cmd(
+        capsys, "sleep_analysis", "--from", "0001-01-01T00:00+14:00", "-o", str(out)
+    )
+    assert code == 2 and "Invalid value for '--from'" in said, said
     assert "outside the calendar" in said and "Traceback" not in said
 
 

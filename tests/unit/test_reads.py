@@ -30,6 +30,7 @@ from healthlog.reads import (
     find_gaps,
     kind_of,
     local_text,
+    resolution_for,
     summarise_route,
 )
 
@@ -292,6 +293,11 @@ def test_a_series_picks_its_resolution_from_the_range(read: Reads) -> None:
     # a prefix as export takes it, and no range at all
     assert read.series("step_count", start="2026-03", end="2027").resolution is Resolution.DAY
     assert read.series("step_count").resolution is Resolution.DAY
+    # plot's and the MCP tools' rule: the part of the range with data (a month here)
+    info = read.range_field("step_count", None)
+    assert resolution_for(info) is Resolution.HOUR
+    assert resolution_for(info, max_buckets=400) is Resolution.DAY  # a picture's fewer bars
+    assert resolution_for(info, "2026-03-02", "2026-03-03") is Resolution.MINUTE
 
 
 @pytest.mark.usefixtures("steps_and_hr")

@@ -3,21 +3,20 @@
 Every endpoint reads through ``healthlog.reads.Reads`` for the account in view (see
 ``app.py``); times in query strings are ISO 8601 dates or date-times, half open:
 ``start`` inclusive, ``end`` exclusive. Without an offset a time is the phone's wall
-clock for ``/api/series`` and ``/api/daily`` (``_PhoneRange``), UTC elsewhere.
+clock of each sample (docs/time.md), on every endpoint alike.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
-from healthlog import ids, overlap, reads
+from healthlog import ids, ranges, reads
 from healthlog.archive.port import Archive
+from healthlog.clock import UnknownZone, zone_named
 from healthlog.dashboard.app import DashboardError
 from healthlog.errors import ArchiveUnavailable, BodyMissing
 from healthlog.model import Delivery, ParseStatus
@@ -46,93 +45,22 @@ def _archive() -> Archive:
     return archive
 
 
-def _time(name: str) -> datetime | None:
-    """Query parameter ``name`` as a datetime, naive when it has no offset (``_range``'s
-    callers read that as UTC, ``_PhoneRange``'s as the phone's wall clock)."""
-    raw = request.args.get(name)
-    if not raw:
-        return None
-    try:
-        return datetime.fromisoformat(raw.strip().replace(" ", "T"))
-    except ValueError:
-        raise DashboardError(400, f"{name}: not an ISO 8601 date or time") from None
-
-
 def _range() -> dict[str, datetime | None]:
-    """``start`` and ``end`` as given (naive without an offset), ``end`` after ``start``."""
-    start, end = _time("start"), _time("end")
-    first, last = _as_utc(start), _as_utc(end)
-    if first is not None and last is not None and last <= first:
-        raise DashboardError(400, "end must be after start")
-    return {"start": start, "end": end}
-
-
-def _utc_range() -> dict[str, datetime | None]:
-    """``start`` and ``end`` as instants, UTC when without an offset."""
-    return {name: _as_utc(at) for name, at in _range().items()}
-
-
-def _as_utc(at: datetime | None) -> datetime | None:
-    return at if at is None or at.tzinfo is not None else at.replace(tzinfo=UTC)
-
-
-#: how far a phone's clock may be from UTC: the offsets in use reach 14 hours, and the
-#: parser takes any under a day, as the overlap rule reads its days
-_CLOCK_REACH = overlap.DAY_REACH
-
-
-@dataclass(frozen=True, slots=True)
-class _PhoneRange:
-    """``start`` and ``end`` of ``/api/series`` and ``/api/daily``, whose buckets are
-    labelled on the phone's clock: a bound without an offset is a wall-clock time there
-    (``2026-03-02`` is that day as the phone lived it, whatever its offset), one with an
-    offset is that instant, as before."""
-
-    start: datetime | None
-    end: datetime | None
-
-    @classmethod
-    def of_query(cls) -> _PhoneRange:
-        found = _range()
-        return cls(found["start"], found["end"])
-
-    def read(self) -> tuple[datetime | None, datetime | None]:
-        """The instants to read: a wall-clock bound widened by the clocks' reach."""
-        return _widened(self.start, -_CLOCK_REACH), _widened(self.end, _CLOCK_REACH)
-
-    def span(self) -> tuple[datetime | None, datetime | None]:
-        """The bounds as instants, for the length of the range (a resolution's choice)."""
-        return _as_utc(self.start), _as_utc(self.end)
-
-    def holds(self, label: str, resolution: reads.Resolution) -> bool:
-        """Whether a sample labelled ``label`` (a bucket's local start, a raw point's
-        local time with its offset) at ``resolution`` meets the range's wall-clock
-        bounds (an instant's bound was the read's own)."""
-        wall = reads.sample_time(label)
-        start, end = self.start, self.end
-        # a bucket meets a range it ends in; a point, one it is in
-        last = wall if resolution is reads.Resolution.RAW else reads.next_bucket(wall, resolution)
-        before = (
-            start is not None
-            and start.tzinfo is None
-            and (last < start if resolution is reads.Resolution.RAW else last <= start)
-        )
-        return not before and (end is None or end.tzinfo is not None or wall < end)
-
-    def as_dict(self) -> dict[str, str | None]:
-        return {
-            "start": self.start.isoformat() if self.start else None,
-            "end": self.end.isoformat() if self.end else None,
-        }
-
-
-def _widened(at: datetime | None, by: timedelta) -> datetime | None:
-    if at is None or at.tzinfo is not None:
-        return at
+    """``start`` and ``end`` as every interface reads a range (``ranges.given``,
+    docs/time.md): naive without an offset, a wall-clock time on the phone's clock."""
     try:
-        return (at + by).replace(tzinfo=UTC)
-    except OverflowError:
-        return None  # past the calendar's end: no bound
+        found = ranges.given(
+            request.args.get("start"),
+            request.args.get("end"),
+            lambda: zone_named(_reads().account.time_zone),
+        )
+    except (ranges.BadBound, UnknownZone) as exc:
+        raise DashboardError(400, str(exc)) from None
+    return {"start": found.start, "end": found.end}
+
+
+def _shown(found: dict[str, datetime | None]) -> dict[str, str | None]:
+    return {name: None if at is None else at.isoformat() for name, at in found.items()}
 
 
 def _int(name: str, default: int, top: int) -> int:
@@ -236,14 +164,12 @@ def series() -> Any:
         raise DashboardError(400, f"resolution: one of {known}") from None
     r = _reads()
     catalog = r.catalog()  # read once, for the field, the series and the other fields
-    phone = _PhoneRange.of_query()
-    start, end = phone.read()
+    bounds = _range()
+    start, end = bounds["start"], bounds["end"]
     source = request.args.get("source") or None
     # in the unit the series reads (a field stored in two), for its sources and extent
     field = request.args.get("field") or None
     info = r.range_field(metric, field, start=start, end=end, source=source, catalog=catalog)
-    if resolution is None:
-        resolution = reads.auto_resolution(*phone.span())
     found = r.series(
         metric,
         resolution=resolution,
@@ -252,28 +178,14 @@ def series() -> Any:
         end=end,
         catalog=catalog,
         info=info,
-        limit=reads.MAX_ROWS + _READ_BEYOND.get(resolution, reads.MAX_ROWS),
     )
-    kept = [s for s in found.samples if phone.holds(s.t, resolution)]
-    cut = dataclasses.replace(
-        found,
-        samples=kept[: reads.MAX_ROWS],
-        truncated=found.truncated or len(kept) > reads.MAX_ROWS,
-    )
-    return cut.as_dict() | {
+    return found.as_dict() | {
         "sources": list(info.sources),
         "fields": r.field_names(metric, catalog),
         "first": info.first,
         "last": info.last,
-        **phone.as_dict(),
+        **_shown(bounds),
     }
-
-
-#: the buckets of each resolution a read beyond a wall-clock range's ends may hold (the
-#: clocks' reach on both sides), read on top of the most a reply gives
-_READ_BEYOND = {
-    resolution: int(2 * _CLOCK_REACH / width) + 2 for resolution, width in reads.WIDTHS
-} | {reads.Resolution.MONTH: 4}
 
 
 @api.get("/daily")
@@ -282,10 +194,8 @@ def daily() -> Any:
     metrics = request.args.getlist("metric")
     if not metrics:
         raise DashboardError(400, "metric: name at least one")
-    phone = _PhoneRange.of_query()
-    start, end = phone.read()
-    days = _reads().daily(metrics, start=start, end=end)
-    return {"days": [d for d in days if phone.holds(d["day"], reads.Resolution.DAY)]}
+    bounds = _range()
+    return {"days": _reads().daily(metrics, start=bounds["start"], end=bounds["end"])}
 
 
 def resend_advice(metric: str, first: str, last: str) -> str:
@@ -300,7 +210,7 @@ def resend_advice(metric: str, first: str, last: str) -> str:
 @api.get("/coverage")
 def coverage() -> Any:
     """Per metric: points per local day, the gaps (with what to re-send), the late points."""
-    found = _reads().coverage(metric=request.args.get("metric") or None, **_utc_range())
+    found = _reads().coverage(metric=request.args.get("metric") or None, **_range())
     out = []
     for c in found:
         item = c.as_dict()
@@ -316,7 +226,7 @@ def coverage() -> Any:
 @api.get("/sleep")
 def sleep() -> Any:
     """Sleep per night: hours per stage, from the source with the most sleep that night."""
-    nights = _reads().sleep_nights(**_utc_range())
+    nights = _reads().sleep_nights(**_range())
     return {
         "nights": [
             {
@@ -348,7 +258,7 @@ def _workout_head(w: reads.Workout) -> dict[str, Any]:
 @api.get("/workouts")
 def workouts() -> Any:
     """The workouts in [start, end), without their series."""
-    return {"workouts": [_workout_head(w) for w in _reads().workouts(**_utc_range())]}
+    return {"workouts": [_workout_head(w) for w in _reads().workouts(**_range())]}
 
 
 def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
@@ -392,7 +302,7 @@ def records(section: str) -> Any:
     with_items = request.args.get("items") in ("1", "true", "yes")
     return {
         "section": section,
-        "records": r.records(section, with_items=with_items, **_utc_range()),
+        "records": r.records(section, with_items=with_items, **_range()),
     }
 
 

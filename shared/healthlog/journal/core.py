@@ -26,8 +26,9 @@ from typing import Any, TypeVar
 
 import orjson
 
-from healthlog import errors, ids
+from healthlog import clock, errors, ids
 from healthlog.archive import keys
+from healthlog.clock import At
 from healthlog.journal import migrate as migrations
 from healthlog.journal import rows
 from healthlog.journal.driver import Busy, Connection, Driver, Layer, Params, Rows
@@ -126,6 +127,7 @@ STATEMENTS = (
     "lock_series",
     "add_series",
     *(f"bucket_{bucket}" for bucket in BUCKETS),
+    "local_start",
     *rows.FINGERPRINT_STATEMENTS,
 )
 
@@ -868,8 +870,8 @@ class SqlJournal:
         names: tuple[str, ...],
         alias: str,
         equal: dict[str, str | None],
-        start_from: str | None,
-        start_to: str | None,
+        start_from: At | None,
+        start_to: At | None,
         combine: Callable[..., Iterator[T]],
     ) -> Iterator[T]:
         """Stream the statements ``names`` under an export's filters, in one snapshot.
@@ -889,22 +891,36 @@ class SqlJournal:
         self,
         alias: str,
         equal: dict[str, str | None],
-        start_from: str | None,
-        start_to: str | None,
+        start_from: At | None,
+        start_to: At | None,
     ) -> tuple[str, dict[str, Any]] | None:
-        """Equality filters and a half-open start range; None when no start can pass."""
+        """Equality filters and a half-open start range; None when no start can pass.
+
+        A bound of stored UTC text is compared with ``start``; a ``Wall`` (a time on the
+        phone's clock) with each row's local start (the ``local_start`` fragment), inside
+        the UTC range it can reach, so the key still ranges over it.
+        """
         where, params = self._filters(alias, **equal)
-        if start_from is not None:
-            lowest = rows.start_bound(start_from)
+        param = self._sql.param
+        low, high = clock.utc_side(start_from, False), clock.utc_side(start_to, True)
+        if low is not None:
+            lowest = rows.start_bound(low)
             if lowest is None:
                 return None  # no stored start sorts at or after it
-            where += f" AND {alias}start >= {self._sql.param('start_from')}"
+            where += f" AND {alias}start >= {param('start_from')}"
             params["start_from"] = lowest
-        if start_to is not None:
-            highest = rows.start_bound(start_to)
+        if high is not None:
+            highest = rows.start_bound(high)
             if highest is not None:  # else every stored start sorts before it
-                where += f" AND {alias}start < {self._sql.param('start_to')}"
+                where += f" AND {alias}start < {param('start_to')}"
                 params["start_to"] = highest
+        local = self._sql.render("local_start", a=alias) if alias else self._sql["local_start"]
+        if isinstance(start_from, clock.Wall):
+            where += f" AND {local} >= {param('local_from')}"
+            params["local_from"] = start_from.text
+        if isinstance(start_to, clock.Wall):
+            where += f" AND {local} < {param('local_to')}"
+            params["local_to"] = start_to.text
         return where, params
 
     def _streamed(
@@ -918,8 +934,8 @@ class SqlJournal:
         *,
         account_id: str | None = None,
         metric: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        start_from: At | None = None,
+        start_to: At | None = None,
         field: str | None = None,
         source: str | None = None,
         unit: str | None = None,
@@ -937,7 +953,7 @@ class SqlJournal:
         return self._every_metric(equal, start_from, start_to)
 
     def _every_metric(
-        self, equal: dict[str, str | None], start_from: str | None, start_to: str | None
+        self, equal: dict[str, str | None], start_from: At | None, start_to: At | None
     ) -> Iterator[StoredPoint]:
         with self._driver.streaming() as stream:
             found = self._points_by_metric(stream, "export_points", equal, start_from, start_to)
@@ -953,8 +969,8 @@ class SqlJournal:
         stream: Rows,
         name: str,
         equal: dict[str, str | None],
-        start_from: str | None = None,
-        start_to: str | None = None,
+        start_from: At | None = None,
+        start_to: At | None = None,
     ) -> Generator[tuple[Any, ...], None, None]:
         """The rows of ``name``, a statement of points in export order, one metric at a
         time: the same rows in the same order as the statement alone gives them.
@@ -985,8 +1001,8 @@ class SqlJournal:
         *,
         account_id: str | None = None,
         section: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        start_from: At | None = None,
+        start_to: At | None = None,
         identity: str | None = None,
         with_items: bool = True,
     ) -> Iterator[StoredRecord]:
@@ -1015,8 +1031,8 @@ class SqlJournal:
         metric: str,
         field: str,
         bucket: Bucket,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        start_from: At | None = None,
+        start_to: At | None = None,
         source: str | None = None,
         unit: str | None = None,
     ) -> list[BucketRow]:

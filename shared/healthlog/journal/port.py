@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, NamedTuple, Protocol
 
+from healthlog.clock import At
 from healthlog.model import (
     Account,
     Cursor,
@@ -332,16 +333,18 @@ class Journal(Protocol):
         *,
         account_id: str | None = None,
         metric: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        start_from: At | None = None,
+        start_to: At | None = None,
         field: str | None = None,
         source: str | None = None,
         unit: str | None = None,
     ) -> Iterator[StoredPoint]:
         """Showcase rows ordered by (account, metric, start, field, source).
 
-        ``start_from`` is inclusive and ``start_to`` exclusive, both compared with the
-        UTC ``start`` text (a prefix such as ``2024-01-31`` works). ``unit``, when given,
+        ``start_from`` is inclusive and ``start_to`` exclusive, each either compared with
+        the UTC ``start`` text (a prefix such as ``2024-01-31`` works) or a
+        ``clock.Wall``, compared with each point's start on the phone's clock (its start
+        plus its ``utc_offset``; docs/time.md). ``unit``, when given,
         keeps the points stored in that unit (a field sent in two).
         """
 
@@ -350,8 +353,8 @@ class Journal(Protocol):
         *,
         account_id: str | None = None,
         section: str | None = None,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        start_from: At | None = None,
+        start_to: At | None = None,
         identity: str | None = None,
         with_items: bool = True,
     ) -> Iterator[StoredRecord]:
@@ -378,8 +381,8 @@ class Journal(Protocol):
         metric: str,
         field: str,
         bucket: Bucket,
-        start_from: str | None = None,
-        start_to: str | None = None,
+        start_from: At | None = None,
+        start_to: At | None = None,
         source: str | None = None,
         unit: str | None = None,
     ) -> list[BucketRow]:

@@ -9,32 +9,21 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 from operator import attrgetter
 from typing import Any, TypeVar
 
 import orjson
 
+from healthlog.clock import first_at_or_after, from_text, start_bound, to_text
 from healthlog.journal.port import StoredPoint, StoredRecord
 from healthlog.model import Account, Delivery, Item, ParseStatus, Point, Record
 
 #: builds a NamedTuple from a tuple of its fields, as its ``_make`` does, in one C call
 _tuple = tuple.__new__
 
-# --- times as the port has them ------------------------------------------------------------
-
-
-def to_text(at: datetime) -> str:
-    """The port's fixed-width UTC text, so text order is time order (year 1 included)."""
-    if at.tzinfo is None:
-        raise ValueError("the journal stores aware datetimes only")
-    u = at.astimezone(UTC)
-    # by hand: strftime("%Y") gives "1", not "0001", for the zero cursor's year
-    return (
-        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T"
-        f"{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}Z"
-    )
-
+# the stored UTC text's codec lives in healthlog.clock; re-exported for the adapters
+__all__ = ["first_at_or_after", "from_text", "start_bound", "to_text"]
 
 T = TypeVar("T")
 
@@ -52,45 +41,6 @@ def runs_of_days(items: Iterable[T], day_of: Callable[[T], date]) -> list[list[T
             runs.append([item])
         previous = day
     return runs
-
-
-def from_text(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
-_FIRST = datetime.min.replace(tzinfo=UTC)
-_LAST = datetime.max.replace(tzinfo=UTC)
-_SPAN_US = (_LAST - _FIRST) // timedelta(microseconds=1)
-
-
-def first_at_or_after(prefix: str) -> datetime | None:
-    """The first instant whose text sorts at or after ``prefix``; None if none does.
-
-    ``to_text`` is monotonic, so ``start >= first_at_or_after(p)`` holds exactly when
-    ``to_text(start) >= p``. A binary search over the microseconds of years 1-9999:
-    about sixty formattings.
-    """
-    if to_text(_LAST) < prefix:
-        return None
-    low, high = 0, _SPAN_US  # the text at ``high`` is always >= prefix
-    while low < high:
-        middle = (low + high) // 2
-        if to_text(_FIRST + timedelta(microseconds=middle)) >= prefix:
-            high = middle
-        else:
-            low = middle + 1
-    return _FIRST + timedelta(microseconds=low)
-
-
-def start_bound(prefix: str) -> str | None:
-    """An export's text bound (a prefix such as ``2024-01-31`` works) as a whole time text.
-
-    ``start >= start_bound(p)`` holds exactly where ``start >= p`` does on the stored
-    text, and the bound is a time either dialect can compare its ``start`` column with,
-    so the primary key can range over it. None: no stored start sorts at or after it.
-    """
-    found = first_at_or_after(prefix)
-    return None if found is None else to_text(found)
 
 
 # --- the port's values as statement parameters, in the order the bulk statements take ----

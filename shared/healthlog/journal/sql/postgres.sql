@@ -490,6 +490,11 @@ ON CONFLICT (delivery_id, metric, field, unit, source) DO UPDATE SET
     last_start = greatest(delivery_extents.last_start, excluded.last_start),
     points = delivery_extents.points + excluded.points
 
+-- local_start --
+-- A row's start on the phone's clock (a timestamp without zone, compared with the text
+-- of a clock.Wall bound): its start plus its offset. `/*a*/` takes the table's alias.
+(/*a*/start AT TIME ZONE 'UTC' + coalesce(/*a*/utc_offset, 0) * interval '1 minute')
+
 -- bucket_minute --
 -- The minute of a point on the phone's clock (an expression for a bucket slot).
 to_char(start AT TIME ZONE 'UTC' + coalesce(utc_offset, 0) * interval '1 minute', 'YYYY-MM-DD"T"HH24:MI')

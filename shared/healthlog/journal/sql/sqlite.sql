@@ -424,6 +424,13 @@ ON CONFLICT (delivery_id, metric, field, unit, source) DO UPDATE SET
     last_start = max(delivery_extents.last_start, excluded.last_start),
     points = delivery_extents.points + excluded.points
 
+-- local_start --
+-- A row's start on the phone's clock, as text that sorts as the times do (the text of a
+-- clock.Wall bound): its start plus its offset, the fraction kept; off the calendar's
+-- ends there, its UTC text. `/*a*/` takes the table's alias.
+coalesce(strftime('%Y-%m-%dT%H:%M:%S', /*a*/start, coalesce(/*a*/utc_offset, 0) || ' minutes')
+         || substr(/*a*/start, 20, 7), /*a*/start)
+
 -- bucket_minute --
 -- The minute of a point on the phone's clock (an expression for a bucket slot); off the
 -- calendar's ends there (year 1 moved back, 9999 on), its UTC minute, as for every bucket.
