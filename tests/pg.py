@@ -15,6 +15,7 @@ unless ``HEALTHLOG_REQUIRE_POSTGRES=1`` (set by ``.ci/run``) makes that a failur
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import uuid
 from collections.abc import Iterator
@@ -75,6 +76,16 @@ def fresh_database() -> Iterator[str]:
     finally:
         with maintenance() as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            drop_readers(conn)
+
+
+def drop_readers(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """The SQL tool's reader roles (cluster-wide) that no database holds grants for now."""
+    roles = conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE 'healthlog_sql_%'")
+    for (role,) in roles.fetchall():
+        # a role still granted in another test's database stays
+        with contextlib.suppress(psycopg.errors.DependentObjectsStillExist):
+            conn.execute(f'DROP ROLE "{role}"')
 
 
 @pytest.fixture

@@ -19,11 +19,10 @@ limit and a time limit. Several layers, each enough on its own for what it cover
    ``point_rows``, which ``my_points`` joins, so such a read is allowed; alone it would
    let a query count every account's series and points, never read a value);
    ``ATTACH`` is also limited to 0 databases; a progress handler stops a query past
-   its time. PostgreSQL: a
-   connection of its own with ``TEMP`` views (made once, before any query), each query
-   in a ``READ ONLY`` transaction with ``statement_timeout`` and a ``search_path`` that
-   holds only ``pg_catalog`` and ``pg_temp`` (an unqualified table name other than a
-   view finds nothing), rows read through a server-side cursor.
+   its time. PostgreSQL: a session signed in as the account's own reader role, which
+   may read the account's views and nothing else (``PostgresGuard``), each query in a
+   ``READ ONLY`` transaction with ``statement_timeout``, rows read through a
+   server-side cursor; the parser also refuses attribute notation (``x.fn``).
 3. The answer: at most ``limit`` rows, each cell at most ``CELL_CHARS`` characters.
 
 Error messages name the rule a query broke and never quote a value of the data.
@@ -31,9 +30,12 @@ Error messages name the rule a query broke and never quote a value of the data.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
+import hashlib
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -181,9 +183,9 @@ _POSTGRES = _SQLITE | {
     "my_points": "SELECT metric, field, source, start, to_char((start + make_interval(mins => "
     "coalesce(utc_offset, 0))) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') AS "
     'local_start, utc_offset, "end", qty, text, unit, extra, layer_id AS delivery_id '
-    "FROM points WHERE account_id = {account}",
+    "FROM public.points WHERE account_id = {account}",
 }
-_POSTGRES = {name: sql.replace("main.", "") for name, sql in _POSTGRES.items()}
+_POSTGRES = {name: sql.replace("main.", "public.") for name, sql in _POSTGRES.items()}
 
 #: PostgreSQL functions outside sqlglot's standard ones that a query may call; any other
 #: (pg_read_file, dblink, set_config, current_setting, query_to_xml, lo_import, pg_sleep...)
@@ -263,12 +265,54 @@ def check(sql: str, dialect: Dialect) -> None:
             if isinstance(source, exp.Table):
                 _check_table(source, set(), views)
     if dialect == "postgres":
+        _check_field_selection(tree)
         for func in tree.find_all(exp.Func):
             if isinstance(func, exp.Anonymous) and func.name.lower() not in PG_FUNCTIONS:
                 raise Refused(
                     f"function {func.name!r} is not allowed in the SQL tool "
                     "(aggregates, arithmetic, text, date and JSON functions are)"
                 )
+
+
+#: the columns a function in FROM gives besides those its alias names (jsonb_each's)
+_FUNCTION_COLUMNS = frozenset({"key", "value", "ordinality"})
+
+
+def _check_field_selection(tree: Any) -> None:
+    """Refused: PostgreSQL's attribute notation. ``x.f``, where ``x`` is a function's
+    row in FROM (``unnest(...) AS x``), and ``(expr).f`` are the call ``f(x)`` when
+    ``f`` is no column, which would pass the function allowlist by the back door."""
+    from sqlglot import exp
+
+    columns = {c for view in VIEWS.values() for c, _ in view.columns} | _FUNCTION_COLUMNS
+    rows: dict[str, set[str]] = {}
+    for node in tree.walk():
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
+            source = node.this
+        elif isinstance(node, exp.Unnest):
+            source = node
+        else:
+            continue
+        alias = node.args.get("alias")
+        if isinstance(alias, exp.TableAlias) and alias.name:
+            named = {c.name.lower() for c in alias.columns} | {alias.name.lower()}
+            rows[alias.name.lower()] = named | _FUNCTION_COLUMNS
+        else:  # named after the function
+            for name in {"unnest", source.name.lower(), source.sql_name().lower()} - {""}:
+                rows[name] = {name} | _FUNCTION_COLUMNS
+    for column in tree.find_all(exp.Column):
+        allowed = rows.get(column.table.lower()) if column.table else None
+        if allowed is not None and column.name.lower() not in allowed:
+            raise Refused(
+                f"{column.table}.{column.name}: no such column of {column.table} "
+                "(on PostgreSQL this notation would call a function; name a column)"
+            )
+    for dot in tree.find_all(exp.Dot):
+        if dot.name.lower() not in columns:
+            raise Refused(
+                f"(...).{dot.name}: field selection of an expression is refused in the SQL "
+                "tool (on PostgreSQL it would call a function); name a view's column"
+            )
 
 
 def _check_table(table: Any, ctes: set[str], views: str) -> None:
@@ -425,33 +469,52 @@ class SqliteGuard:
 
 
 class PostgresGuard:
-    """The SQL tool on a PostgreSQL journal: a session of its own with TEMP views."""
+    """The SQL tool on a PostgreSQL journal: a session of the account's reader role.
+
+    Privilege, not only parsing: the journal's connection makes (idempotently) a schema
+    and a login role of the account's own (``reader_name``), the views in that schema
+    (``security_barrier``, each bound to the account by a literal), grants the role
+    ``SELECT`` on those views alone and gives it a new random password; the tool's
+    session then logs in *as that role*. Its session user is the reader, so no function
+    that runs text (``ts_stat``, ``query_to_xml``), no attribute notation (``x.fn``),
+    no ``set_config('role', ...)`` reaches a base table or another account's rows:
+    PostgreSQL refuses them for want of a grant. The role's transactions are read-only,
+    with a statement timeout; after each query its advisory locks are released and any
+    large object it made is removed. The journal's role needs ``CREATEROLE`` (the
+    database's owner or a superuser has it); without it the tool says so and runs
+    nothing.
+    """
 
     dialect: Dialect = "postgres"
 
     def __init__(self, url: str, account_id: str, expect_version: int) -> None:
         import psycopg
-        from psycopg import sql as pgsql
 
         self._psycopg = psycopg
-        try:
-            self._conn = psycopg.connect(url, connect_timeout=10, autocommit=False)
-        except psycopg.Error as exc:
-            raise HealthlogError(f"the journal cannot be reached ({type(exc).__name__})") from None
         self._lock = threading.Lock()
+        name = reader_name(account_id)
+        password = secrets.token_urlsafe(32)
         try:
-            with self._conn.transaction():
-                self._conn.execute("SET TIME ZONE 'UTC'")
-                _check_version(self._conn.execute, expect_version)
-                for name, text in _POSTGRES.items():
-                    account = pgsql.Literal(account_id).as_string(self._conn)
-                    body = text.format(account=account)
-                    statement = f"CREATE TEMP VIEW {name} AS {body}"
-                    self._conn.execute(statement.encode())
+            with psycopg.connect(url, connect_timeout=10, autocommit=True) as owner:
+                _check_version(owner.execute, expect_version)
+                _make_reader(owner, name, password, account_id)
+        except psycopg.errors.InsufficientPrivilege:
+            raise HealthlogError(
+                "the SQL tool needs its own PostgreSQL role, and the journal's role may not "
+                "create one: grant it CREATEROLE (ALTER ROLE ... CREATEROLE), or use the "
+                "other tools"
+            ) from None
         except psycopg.Error as exc:
-            self._conn.close()
             raise HealthlogError(f"the journal cannot be read ({type(exc).__name__})") from None
-        self._conn.commit()
+        params = psycopg.conninfo.conninfo_to_dict(url)
+        params.update(user=name, password=password, connect_timeout=10)
+        try:
+            self._conn = psycopg.connect(**params, autocommit=False)  # type: ignore[arg-type]
+        except psycopg.Error as exc:
+            raise HealthlogError(
+                f"the SQL tool's role cannot sign in to the journal ({type(exc).__name__}): "
+                "allow it in pg_hba.conf like the journal's own role"
+            ) from None
 
     def run(self, sql: str, *, limit: int, timeout_s: float) -> Answer:
         check(sql, "postgres")
@@ -462,7 +525,6 @@ class PostgresGuard:
                     self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     ms = max(1, int(timeout_s * 1000))
                     self._conn.execute(f"SET LOCAL statement_timeout = {ms}")
-                    self._conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
                     with self._conn.cursor(name="hl_sql_tool") as cursor:
                         cursor.execute(sql.encode())
                         fetched = cursor.fetchmany(limit + 1)
@@ -473,10 +535,76 @@ class PostgresGuard:
                 what = f"{type(exc).__name__}, SQLSTATE {exc.sqlstate or '-'}"
                 detail = exc.diag.message_primary or ""
                 raise Refused(f"PostgreSQL refused the query ({what}): {detail[:200]}") from None
+            finally:
+                self._tidy()
         return _answer(columns, fetched, limit)
+
+    def _tidy(self) -> None:
+        """What a query may leave behind in the role's session: its advisory locks (the
+        fold's among them) and large objects; none outlives the query."""
+        try:
+            with self._conn.transaction():
+                self._conn.execute("SET TRANSACTION READ WRITE")
+                self._conn.execute("SELECT pg_advisory_unlock_all()")
+                self._conn.execute(
+                    "SELECT lo_unlink(oid) FROM pg_largeobject_metadata "
+                    "WHERE lomowner = current_user::regrole"
+                )
+        except self._psycopg.Error:
+            self._conn.close()  # a session that cannot be tidied is not used again
+            raise Refused("the SQL tool's session ended; start the MCP server again") from None
 
     def close(self) -> None:
         self._conn.close()
+
+
+def reader_name(account_id: str) -> str:
+    """The account's reader role and schema on PostgreSQL (the id's hash: no value)."""
+    return "healthlog_sql_" + hashlib.sha256(account_id.encode()).hexdigest()[:20]
+
+
+def _make_reader(owner: Any, name: str, password: str, account_id: str) -> None:
+    """The reader role, its schema and views, as the journal's role (autocommit)."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    role = pgsql.Identifier(name)
+    account = pgsql.Literal(account_id).as_string(owner)
+    if owner.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone() is None:
+        with contextlib.suppress(psycopg.errors.DuplicateObject):  # made meanwhile
+            owner.execute(pgsql.SQL("CREATE ROLE {} NOINHERIT").format(role))
+    owner.execute(
+        pgsql.SQL(
+            "ALTER ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION "
+            "NOBYPASSRLS CONNECTION LIMIT 16 PASSWORD {}"
+        ).format(role, pgsql.Literal(password))
+    )
+    for setting in (
+        "default_transaction_read_only = on",
+        "statement_timeout = '60s'",
+        "idle_in_transaction_session_timeout = '60s'",
+        "search_path = {schema}, pg_catalog",
+        "TimeZone = 'UTC'",
+    ):
+        owner.execute(
+            pgsql.SQL("ALTER ROLE {} SET " + setting.replace("{schema}", "{}")).format(
+                role, *([role] if "{schema}" in setting else [])
+            )
+        )
+    with owner.transaction():
+        owner.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(role))
+        owner.execute(pgsql.SQL("REVOKE ALL ON SCHEMA {} FROM PUBLIC").format(role))
+        for view, text in _POSTGRES.items():
+            body = text.format(account=account)
+            owner.execute(
+                pgsql.SQL("CREATE OR REPLACE VIEW {}.{} WITH (security_barrier) AS ")
+                .format(role, pgsql.Identifier(view))
+                .as_string(owner)
+                .encode()
+                + body.encode()
+            )
+        owner.execute(pgsql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(role, role))
+        owner.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(role, role))
 
 
 def _check_version(execute: Callable[[str], Any], expect: int) -> None:
