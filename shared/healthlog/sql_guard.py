@@ -35,6 +35,7 @@ import datetime as dt
 import decimal
 import hashlib
 import os
+import re
 import secrets
 import sqlite3
 import threading
@@ -49,6 +50,10 @@ Dialect = Literal["sqlite", "postgres"]
 
 #: characters of one cell in an answer; a longer value is cut and says so
 CELL_CHARS = 500
+#: the largest text or blob a SQLite query may make (``SQLITE_LIMIT_LENGTH``): a
+#: one-opcode function (``randomblob``, a wide ``printf``) stays that small and short,
+#: and a stored record body (an ECG's JSON) is far below it
+VALUE_BYTES = 16 * 1024 * 1024
 
 
 class Refused(HealthlogError):
@@ -264,6 +269,8 @@ def check(sql: str, dialect: Dialect) -> None:
         for source in scope.sources.values():
             if isinstance(source, exp.Table):
                 _check_table(source, set(), views)
+    if dialect == "sqlite":
+        _check_printf_widths(tree)
     if dialect == "postgres":
         _check_field_selection(tree)
         for func in tree.find_all(exp.Func):
@@ -272,6 +279,35 @@ def check(sql: str, dialect: Dialect) -> None:
                     f"function {func.name!r} is not allowed in the SQL tool "
                     "(aggregates, arithmetic, text, date and JSON functions are)"
                 )
+
+
+#: the widest field a SQLite printf/format may pad to: its padding is one opcode that
+#: no time limit can stop (a width of 2**31 runs for seconds)
+PRINTF_WIDTH = 1000
+_PRINTF_FIELD = re.compile(r"%[-+ 0#,!]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _check_printf_widths(tree: Any) -> None:
+    """Refused: a SQLite ``printf``/``format`` whose format is not a literal, or names a
+    width or precision from an argument (``*``) or over ``PRINTF_WIDTH``."""
+    from sqlglot import exp
+
+    for func in tree.find_all(exp.Func):
+        if isinstance(func, exp.Format):
+            form = func.this
+        elif isinstance(func, exp.Anonymous) and func.name.lower() in ("printf", "format"):
+            form = func.expressions[0] if func.expressions else None
+        else:
+            continue
+        if not (isinstance(form, exp.Literal) and form.is_string):
+            raise Refused("printf/format: the format must be a text literal in the SQL tool")
+        for match in _PRINTF_FIELD.finditer(form.this):
+            for size in match.groups():
+                if size == "*" or (size is not None and int(size) > PRINTF_WIDTH):
+                    raise Refused(
+                        f"printf/format: a width or precision is at most {PRINTF_WIDTH}, "
+                        "written in the format (not *)"
+                    )
 
 
 #: the columns a function in FROM gives besides those its alias names (jsonb_each's)
@@ -412,6 +448,7 @@ class SqliteGuard:
             self._conn.close()
             raise HealthlogError(f"the journal cannot be read ({type(exc).__name__})") from None
         self._conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        self._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_BYTES)
         self._conn.set_authorizer(self._authorize)
         self._conn.set_progress_handler(self._past_deadline, 10_000)
 
@@ -449,6 +486,11 @@ class SqliteGuard:
         check(sql, "sqlite")
         with self._lock:
             self._deadline = time.monotonic() + timeout_s
+            # the progress handler is checked between opcodes; a timer interrupts one
+            # that runs long all the same (sqlite3_interrupt is safe from any thread)
+            alarm = threading.Timer(timeout_s, self._conn.interrupt)
+            alarm.daemon = True
+            alarm.start()
             try:
                 cursor = self._conn.execute(sql)
                 try:
@@ -459,8 +501,15 @@ class SqliteGuard:
                 if "interrupted" in str(exc):
                     raise Refused(_timeout(timeout_s)) from None
                 raise Refused(f"SQLite refused the query: {_first_line(exc)}") from None
+            except sqlite3.DataError as exc:  # a value past VALUE_BYTES
+                raise Refused(
+                    f"SQLite refused the query: {_first_line(exc)} (a value may be at most "
+                    f"{VALUE_BYTES // (1024 * 1024)} MB)"
+                ) from None
             except sqlite3.Error as exc:
                 raise Refused(f"SQLite refused the query: {_first_line(exc)}") from None
+            finally:
+                alarm.cancel()
             columns = [d[0] for d in cursor.description or ()]
         return _answer(columns, fetched, limit)
 
