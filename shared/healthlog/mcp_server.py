@@ -743,15 +743,18 @@ def open_readonly(settings: Settings) -> Journal:
     return wiring.open_journal(settings)
 
 
-def open_guard(settings: Settings, account_id: str) -> sql_guard.Guard:
+def open_guard(settings: Settings, r: reads.Reads) -> sql_guard.Guard:
+    """The SQL tool's session over ``r``'s account, its ``my_daily`` from ``r``."""
     from healthlog import urls
 
+    daily = sql_guard.Daily(r.day_totals, lambda: r.status())
+    account_id = r.account.id
     location = urls.journal_location(settings.journal_url)
     if isinstance(location, urls.SqliteLocation):
         head = migrate.head(migrate.load("sqlite"))
-        return sql_guard.SqliteGuard(location.path, account_id, head)
+        return sql_guard.SqliteGuard(location.path, account_id, head, daily)
     head = migrate.head(migrate.load("postgres"))
-    return sql_guard.PostgresGuard(location.url, account_id, head)
+    return sql_guard.PostgresGuard(location.url, account_id, head, daily)
 
 
 def refuse_off_loopback(http: bool, host: str) -> None:
@@ -806,7 +809,7 @@ def serve(
 ) -> int:
     """Serve the tools over stdio, or streamable HTTP on a loopback address, until stopped."""
     refuse_off_loopback(http, host)
-    guard = open_guard(settings, r.account.id)
+    guard = open_guard(settings, r)
     try:
         server = build(r, guard)
         log.event(logger, logging.INFO, "mcp.started", transport="http" if http else "stdio")

@@ -874,6 +874,20 @@ class Reads:
                 days.setdefault(sample.t, {"day": sample.t})[metric] = sample.value
         return [days[day] for day in sorted(days)]
 
+    def day_totals(self) -> Iterator[tuple[str, str, str, str, str, float | None, int]]:
+        """Every metric's days as ``daily`` gives them, for the SQL tool's ``my_daily``:
+        (metric, field, unit, value_is, day, value, points). ``value`` is what the other
+        tools count: a cumulative metric's day sum with overlapping sources counted once,
+        a discrete one's average."""
+        catalog = self.catalog()
+        for metric in sorted({info.metric for info in catalog}):
+            series = self.series(
+                metric, resolution=Resolution.DAY, catalog=catalog, limit=1_000_000
+            )
+            value_is = "sum" if series.kind is Kind.CUMULATIVE else "average"
+            for s in series.samples:
+                yield metric, series.field, series.unit, value_is, s.t, s.value, s.count
+
     # --- sleep --------------------------------------------------------------------------
 
     def sleep_nights(

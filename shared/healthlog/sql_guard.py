@@ -40,9 +40,9 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from healthlog.errors import HealthlogError
 
@@ -142,6 +142,19 @@ VIEWS: dict[str, View] = {
             ("first_start", "its earliest point's start, UTC"),
             ("last_start", "its latest point's start, UTC"),
             ("points", "points it brought"),
+        ),
+    ),
+    "my_daily": View(
+        "per metric and day of the phone's clock, what the other tools count: a cumulative "
+        "metric's day sum with overlapping sources counted once, a discrete one's average",
+        (
+            ("metric", "metric name"),
+            ("field", "the field that stands for the metric (qty, avg, ...)"),
+            ("unit", "the unit of value"),
+            ("value_is", "sum or average"),
+            ("day", "YYYY-MM-DD on the phone's clock"),
+            ("value", "the day's value, as daily_summary and the dashboard give it"),
+            ("points", "points that day"),
         ),
     ),
     "my_point_days": View(
@@ -413,6 +426,27 @@ def _answer(columns: list[str], fetched: Sequence[Sequence[Any]], limit: int) ->
 # --- the guards -------------------------------------------------------------------------------
 
 
+#: the rows of ``my_daily`` (``Reads.day_totals``), and what says they may have changed
+DayRows = Iterable[tuple[str, str, str, str, str, float | None, int]]
+
+
+@dataclass(frozen=True)
+class Daily:
+    """Where the SQL tool's ``my_daily`` comes from: made at start, made again before a
+    query when ``stamp`` (the journal's summary of the account) has changed."""
+
+    rows: Callable[[], DayRows]
+    stamp: Callable[[], object]
+
+
+#: the table my_daily is kept in (a table: its values come from Python's overlap rule)
+_DAILY_COLUMNS = "metric, field, unit, value_is, day, value, points"
+_DAILY_TABLE = (
+    "(metric TEXT, field TEXT, unit TEXT, value_is TEXT, day TEXT, value DOUBLE PRECISION, "
+    "points BIGINT)"
+)
+
+
 class Guard(Protocol):
     dialect: Dialect
 
@@ -431,7 +465,9 @@ class SqliteGuard:
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: str, account_id: str, expect_version: int) -> None:
+    def __init__(
+        self, path: str, account_id: str, expect_version: int, daily: Daily | None = None
+    ) -> None:
         if not os.path.isfile(path):
             raise HealthlogError("no journal file at the journal URL's path")
         uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
@@ -444,13 +480,35 @@ class SqliteGuard:
                 self._conn.execute(
                     f"CREATE TEMP VIEW {name} AS " + sql.format(account=_literal(account_id))
                 )
+            self._conn.execute(f"CREATE TEMP TABLE my_daily {_DAILY_TABLE}")
         except sqlite3.Error as exc:
             self._conn.close()
             raise HealthlogError(f"the journal cannot be read ({type(exc).__name__})") from None
         self._conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         self._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_BYTES)
+        self._daily = daily
+        self._stamp: object = None
         self._conn.set_authorizer(self._authorize)
         self._conn.set_progress_handler(self._past_deadline, 10_000)
+
+    def _fresh_daily(self) -> None:
+        """``my_daily`` made again where the journal changed (the authorizer set aside
+        for our own statements, the user's query not yet run)."""
+        if self._daily is None or (stamp := self._daily.stamp()) == self._stamp:
+            return
+        rows = list(self._daily.rows())
+        self._conn.set_authorizer(None)
+        try:
+            self._conn.execute("BEGIN")
+            self._conn.execute("DELETE FROM temp.my_daily")
+            self._conn.executemany(
+                f"INSERT INTO temp.my_daily ({_DAILY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self._conn.execute("COMMIT")
+        finally:
+            self._conn.set_authorizer(self._authorize)
+        self._stamp = stamp
 
     def _authorize(
         self, action: int, arg1: str | None, arg2: str | None, db: str | None, view: str | None
@@ -485,6 +543,7 @@ class SqliteGuard:
     def run(self, sql: str, *, limit: int, timeout_s: float) -> Answer:
         check(sql, "sqlite")
         with self._lock:
+            self._fresh_daily()
             self._deadline = time.monotonic() + timeout_s
             # the progress handler is checked between opcodes; a timer interrupts one
             # that runs long all the same (sqlite3_interrupt is safe from any thread)
@@ -536,12 +595,16 @@ class PostgresGuard:
 
     dialect: Dialect = "postgres"
 
-    def __init__(self, url: str, account_id: str, expect_version: int) -> None:
+    def __init__(
+        self, url: str, account_id: str, expect_version: int, daily: Daily | None = None
+    ) -> None:
         import psycopg
 
         self._psycopg = psycopg
         self._lock = threading.Lock()
+        self._url, self._daily, self._stamp = url, daily, cast(object, None)
         name = reader_name(account_id)
+        self._schema = name
         password = secrets.token_urlsafe(32)
         try:
             with psycopg.connect(url, connect_timeout=10, autocommit=True) as owner:
@@ -569,6 +632,7 @@ class PostgresGuard:
         check(sql, "postgres")
         psycopg = self._psycopg
         with self._lock:
+            self._fresh_daily()
             try:
                 with self._conn.transaction():
                     self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -587,6 +651,29 @@ class PostgresGuard:
             finally:
                 self._tidy()
         return _answer(columns, fetched, limit)
+
+    def _fresh_daily(self) -> None:
+        """``my_daily`` made again, by the journal's role, where the journal changed."""
+        if self._daily is None or (stamp := self._daily.stamp()) == self._stamp:
+            return
+        from psycopg import sql as pgsql
+
+        rows = list(self._daily.rows())
+        table = pgsql.Identifier(self._schema, "my_daily")
+        try:
+            with self._psycopg.connect(self._url, connect_timeout=10) as owner:
+                owner.execute(pgsql.SQL("DELETE FROM {}").format(table))
+                with owner.cursor() as cursor:
+                    cursor.executemany(
+                        pgsql.SQL(
+                            "INSERT INTO {} (" + _DAILY_COLUMNS + ") VALUES "
+                            "(%s, %s, %s, %s, %s, %s, %s)"
+                        ).format(table),
+                        rows,
+                    )
+        except self._psycopg.Error as exc:
+            raise Refused(f"my_daily could not be made ({type(exc).__name__})") from None
+        self._stamp = stamp
 
     def _tidy(self) -> None:
         """What a query may leave behind in the role's session: its advisory locks (the
@@ -652,6 +739,9 @@ def _make_reader(owner: Any, name: str, password: str, account_id: str) -> None:
                 .encode()
                 + body.encode()
             )
+        owner.execute(
+            pgsql.SQL("CREATE TABLE IF NOT EXISTS {}.my_daily " + _DAILY_TABLE).format(role)
+        )
         owner.execute(pgsql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(role, role))
         owner.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(role, role))
 

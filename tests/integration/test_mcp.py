@@ -374,9 +374,10 @@ def in_process(db: Path, env: dict[str, str], account: Account) -> Iterator[Any]
     from healthlog.reads import Reads
 
     journal = SqliteJournal(str(db))
-    guard = mcp_server.open_guard(Settings.from_env(env), account.id)
+    r = Reads(journal, account)
+    guard = mcp_server.open_guard(Settings.from_env(env), r)
     try:
-        yield mcp_server.build(Reads(journal, account), guard)
+        yield mcp_server.build(r, guard)
     finally:
         guard.close()
         journal.close()

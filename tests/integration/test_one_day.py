@@ -345,6 +345,22 @@ def by_mcp(url: str, where: Path, questions: list[tuple[str, str, str]]) -> dict
                     if coverage["days_with_data"] <= 2
                     else coverage,
                 }
+                if start[10:]:  # SQL's days are the phone's days: asked by day alone
+                    continue
+                # the MCP SQL views, as docs/mcp.md tells an assistant to ask
+                days = await ok("sql", query=(
+                    "SELECT day, metric, value FROM my_daily WHERE metric IN "
+                    f"('step_count', 'heart_rate') AND day >= '{start}' AND day < '{end}'"
+                ))  # fmt: skip
+                points = await ok("sql", query=(
+                    "SELECT count(*) FROM my_points WHERE metric = 'step_count' AND "
+                    f"substr(local_start, 1, 10) >= '{start}' AND "
+                    f"substr(local_start, 1, 10) < '{end}'"
+                ))  # fmt: skip
+                by_sql: dict[str, dict[str, float]] = defaultdict(dict)
+                for day, metric, value in days["rows"]:
+                    by_sql[day][metric] = value
+                answers[f"{key} sql"] = {"daily": dict(by_sql), "points": points["rows"][0][0]}
 
     anyio.run(main)
     return answers
@@ -372,6 +388,8 @@ def test_every_interface_gives_the_days_the_samples_were_recorded_on(
             "dashboard": by_dashboard(url, where, start, end),
             "mcp": mcp[key],
         }
+        if f"{key} sql" in mcp:
+            answers["mcp sql"] = mcp[f"{key} sql"]
         for interface, said in answers.items():
             for name, value in said.items():
                 if not same(value, want[name]):

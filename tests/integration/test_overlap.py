@@ -303,3 +303,42 @@ def summed(
 
 def text(at: datetime | None) -> str | None:
     return None if at is None else to_text(at)
+
+
+def test_the_sql_tools_my_daily_counts_as_the_tools_do(
+    phone: Phone, tmp_path: Path, journal_url: str
+) -> None:
+    """The MCP SQL tool's ``my_daily`` gives the days the tools give, overlap counted
+    once, and follows a later delivery; ``my_points`` alone sums every source."""
+    from healthlog import sql_guard
+    from healthlog.journal import migrate
+
+    import_export(phone, tmp_path, EXPORT)
+    reads = Reads(phone.journal, phone.account)
+    daily = sql_guard.Daily(reads.day_totals, reads.status)
+    guard: sql_guard.Guard
+    if journal_url.startswith("sqlite:///"):
+        head = migrate.head(migrate.load("sqlite"))
+        path = journal_url.removeprefix("sqlite:///")
+        guard = sql_guard.SqliteGuard(path, phone.account.id, head, daily)
+    else:
+        head = migrate.head(migrate.load("postgres"))
+        guard = sql_guard.PostgresGuard(journal_url, phone.account.id, head, daily)
+    steps = (
+        "SELECT day, value FROM my_daily WHERE metric = 'step_count' AND field = 'qty' ORDER BY day"
+    )
+    summed = (
+        "SELECT substr(local_start, 1, 10) AS day, sum(qty) FROM my_points "
+        "WHERE metric = 'step_count' GROUP BY day ORDER BY day"
+    )
+    try:
+        counted = {day: value for day, value in guard.run(steps, limit=50, timeout_s=10).rows}
+        assert counted == EXPORT_DAYS == daily_steps(reads)
+        every = {day: value for day, value in guard.run(summed, limit=50, timeout_s=10).rows}
+        assert every["2024-03-28"] == 100 + 80 + 30 != counted["2024-03-28"]
+        phone.send(HAE)
+        fold(phone)
+        counted = {day: value for day, value in guard.run(steps, limit=50, timeout_s=10).rows}
+        assert counted == daily_steps(reads) and counted["2024-03-31"] == 200
+    finally:
+        guard.close()
