@@ -366,7 +366,11 @@ def _range(
 
 
 def _bad_name(option: str, exc: HealthlogError) -> click.BadParameter:
-    return click.BadParameter(str(exc), param_hint=f"'{option}'")
+    """A usage error naming ``option``: its list of known names comes from what phones
+    posted, so a control character in one is escaped, never sent to the terminal."""
+    from healthlog import terminal
+
+    return click.BadParameter(terminal.shown(str(exc)), param_hint=f"'{option}'")
 
 
 @contextlib.contextmanager

@@ -192,7 +192,7 @@ def plot_series(series: Series, path: Path) -> Drawn:
             rect.set_gid(f"series-bar-{i}")
         marks, segments = len(values), 0
         per = "" if raw else f" per {series.resolution.value}"
-        ax.set_ylabel(f"{series.unit}{per}")
+        ax.set_ylabel(f"{series.unit}{per}", parse_math=False)
         ax.set_ylim(bottom=0)
     else:
         breaks = gaps(times, series.resolution)
@@ -226,12 +226,12 @@ def plot_series(series: Series, path: Path) -> Drawn:
         )
         line.set_gid("series-line")
         marks, segments = len(values), len(breaks) + (1 if values else 0)
-        ax.set_ylabel(series.unit)
+        ax.set_ylabel(series.unit, parse_math=False)
     _time_axis(ax, _time_label(series))
     title = f"{series.metric} · {series.field} · {_extent(series)} · {series.resolution.value}"
     if series.truncated:
         title += f" (the first {len(series.samples)} rows)"
-    ax.set_title(title)
+    ax.set_title(title, parse_math=False)  # data is text: a $ is a dollar
     if series.kind is Kind.DISCRETE or raw:
         ax.legend(loc="best", fontsize="small", frameon=False)
     _save(fig, path)
@@ -408,7 +408,7 @@ def _time_axis(ax: Axes, label: str) -> None:
     locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
-    ax.set_xlabel(label)
+    ax.set_xlabel(label, parse_math=False)
 
 
 def _save(fig: Figure, path: Path) -> None:

@@ -411,3 +411,24 @@ def test_converted_values_are_exported_to_the_precision_the_conversion_justifies
     assert justified(236.5882365, 8, 29.5735295625) == 237  # 8 fl oz in mL
     assert justified(177.8, 70, 2.54) == 177.8  # 70 in in cm
     assert justified(4.9889664, 3.1, 1.609344) == 4.99  # 3.1 mi in km
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "--metric", "zzzz_unknown"],
+        ["coverage", "--metric", "zzzz_unknown"],
+        ["plot", "zzzz_unknown", "-o", "out.svg"],
+    ],
+)
+def test_posted_names_in_a_usage_error_are_escaped_for_the_terminal(
+    folded: Phone, argv: list[str]
+) -> None:
+    evil = "zzzz_\x1b]0;pwned\x07\u202eevil"
+    points = [{"date": "2026-11-30 08:00:00 +0100", "qty": 1}]
+    folded.send(metrics_body((evil, "count", points)))
+    assert ok("fold", "--json")["parsed"] == 1
+    result = invoke(*argv)
+    assert result.exit_code == 2, result.output
+    assert "zzzz_\\x1b]0;pwned\\x07\\u202eevil" in result.stderr, result.stderr
+    assert "\x1b" not in result.stderr and "\u202e" not in result.stderr

@@ -426,3 +426,21 @@ def test_the_account_is_chosen_or_the_only_one(env: Path, capsys: Any) -> None:
     assert code == 2 and "--account NAME" in said
     code, said = plot_cmd(capsys, "step_count", "--account", "bob", "-o", str(env / "b.svg"))
     assert code == 2 and "no metric named 'step_count'" in said  # bob has no data
+
+
+def test_a_dollar_or_backslash_in_posted_names_is_drawn_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Matplotlib reads $...$ as math text: a posted unit or name is drawn as written."""
+    phone = phone_in(tmp_path, monkeypatch, "alice")
+    unit, metric = "$x^2$ per \\frac", "tip_$jar"
+    points = [{"date": f"2026-01-0{d} 08:00:00 +0000", "qty": d} for d in (1, 2, 3)]
+    phone.send(metrics_body((metric, unit, points)))
+    phone.journal.close()
+    assert cli.main(["fold"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "tips.svg"
+    code, said = plot_cmd(capsys, metric, "-o", str(out))
+    assert code == 0, said
+    text = svg_text(out)
+    assert unit in text and metric in text
