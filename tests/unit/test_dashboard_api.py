@@ -486,3 +486,27 @@ def test_without_sign_in_only_loopback_names_are_served(folded: tuple[Folded, Pa
         assert reply.headers["Content-Security-Policy"] == CSP
     signed = make_app(folded[1], require_sign_in=True).test_client()
     assert signed.get("/api/status", headers={"Host": "dash.example"}).status_code == 401
+
+
+def test_a_metric_whose_name_holds_a_slash_has_its_page(tmp_path: Path) -> None:
+    from healthlog import tokens
+    from healthlog.fold.pass_ import FoldPass
+    from healthlog.fold.player import Player
+
+    from tests.conftest import Phone, metrics_body
+
+    journal = SqliteJournal(str(tmp_path / "journal.db"))
+    journal.migrate()
+    token = tokens.new_token()
+    account = journal.add_account("alice", tokens.hash_token(token))
+    archive = LocalArchive(tmp_path / "archive")
+    points = [{"date": "2026-03-01 08:00:00 +0000", "qty": 97}]
+    Phone(journal, archive, account, token).send(metrics_body(("blood/oxygen", "%", points)))
+    FoldPass(journal, Player(journal, archive)).pass_once()
+    journal.close()
+    client = make_app(tmp_path, account_name="alice").test_client()
+    page = client.get("/metrics/blood%2Foxygen")
+    assert page.status_code == 200 and "blood/oxygen" in page.get_data(as_text=True)
+    assert client.get("/metrics/blood%2Foxygenx").status_code == 404
+    series = get(client, "/api/series?metric=blood%2Foxygen")
+    assert [s["value"] for s in series["samples"]] == [97]  # type: ignore[union-attr]

@@ -277,7 +277,7 @@ def create_app(
     def metrics() -> Any:
         return page("metrics", "Metrics")
 
-    @app.get("/metrics/<metric>")
+    @app.get("/metrics/<path:metric>")  # a posted name may hold a /
     def metric(metric: str) -> Any:
         # UnknownName: a 404 page naming the nearest
         return page("metric", metric, lambda r: r.metric_fields(metric), metric=metric)
