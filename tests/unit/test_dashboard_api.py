@@ -510,3 +510,18 @@ def test_a_metric_whose_name_holds_a_slash_has_its_page(tmp_path: Path) -> None:
     assert client.get("/metrics/blood%2Foxygenx").status_code == 404
     series = get(client, "/api/series?metric=blood%2Foxygen")
     assert [s["value"] for s in series["samples"]] == [97]  # type: ignore[union-attr]
+
+
+def test_a_request_another_site_starts_is_refused_and_daily_is_capped(
+    alice: FlaskClient,
+) -> None:
+    """A page of another site (an <img> at /api/series) gets a 403 unread; the
+    dashboard's own pages (same-origin) and scripts (no marker) are served."""
+    url = "/api/series?metric=step_count&resolution=minute"
+    for site in ("cross-site", "same-site"):
+        reply = alice.get(url, headers={"Sec-Fetch-Site": site})
+        assert reply.status_code == 403, site
+    assert alice.get(url, headers={"Sec-Fetch-Site": "same-origin"}).status_code == 200
+    assert alice.get(url).status_code == 200
+    many = "&".join(["metric=step_count"] * 13)
+    assert "at most 12" in str(get(alice, f"/api/daily?{many}", 400)["error"])

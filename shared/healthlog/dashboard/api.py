@@ -188,12 +188,18 @@ def series() -> Any:
     }
 
 
+#: the most metrics one /api/daily names (each a read of its own), as the MCP tool's
+DAILY_METRICS = 12
+
+
 @api.get("/daily")
 def daily() -> Any:
     """A day a row for the metrics named (``metric`` repeated): each day's sum or average."""
     metrics = request.args.getlist("metric")
     if not metrics:
         raise DashboardError(400, "metric: name at least one")
+    if len(metrics) > DAILY_METRICS:
+        raise DashboardError(400, f"metric: at most {DAILY_METRICS} at once")
     bounds = _range()
     return {"days": _reads().daily(metrics, start=bounds["start"], end=bounds["end"])}
 

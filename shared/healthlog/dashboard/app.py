@@ -103,6 +103,13 @@ def create_app(
         # (DNS rebinding), so only requests addressed to a loopback name are served
         if not options.require_sign_in and _hostname(request.host) not in LOOPBACK_NAMES:
             return _error(421, "this dashboard answers only at 127.0.0.1, localhost or [::1]")
+        # a page of another site may point an <img> or a fetch at the API (each a heavy
+        # read); browsers mark such a request, and it is refused unread
+        if request.path.startswith("/api/") and request.headers.get("Sec-Fetch-Site") in (
+            "cross-site",
+            "same-site",
+        ):
+            return _error(403, "the dashboard's API answers its own pages only")
         return None
 
     @app.after_request
