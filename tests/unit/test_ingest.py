@@ -532,3 +532,22 @@ def test_dependencies_that_cannot_be_built_give_503_without_detail(
     assert dict(reply.headers)["Retry-After"] == "5"
     assert "secret" not in reply.body
     assert "secret" not in "\n".join(JsonFormatter().format(r) for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    "claimed",
+    [
+        "application/vnd.healthlog.apple-health-export+zip",
+        "Application/VND.healthlog.apple-health-export+xml; charset=utf-8",
+    ],
+)
+def test_a_phone_body_claiming_an_export_type_is_stored_as_json(rig: Rig, claimed: str) -> None:
+    """Only `healthlog import` makes an export delivery: a posted body that claims its
+    type is a JSON delivery, so the fold never unpacks a phone's body as an export."""
+    reply = rig.post(
+        sample_body(), {"Authorization": f"Bearer {rig.token}", "Content-Type": claimed}
+    )
+    assert reply.status == 200, reply.body
+    delivery = rig.journal.get_delivery(json.loads(reply.body)["id"])
+    assert delivery is not None and delivery.content_type == "application/json"
+    assert delivery.archive_key == body_key(rig.account.id, delivery.id, "application/json")

@@ -34,6 +34,8 @@ DEFAULT_CONTENT_TYPE = "application/json"
 # JSON's whitespace (RFC 8259): what may surround the object
 _JSON_BLANK = b" \t\r\n"
 FORM = "multipart/form-data"
+#: the content types healthlog gives the deliveries it makes itself (keys.EXPORT_ZIP...)
+OWN_TYPES = "application/vnd.healthlog."
 # boundary="quoted" or boundary=token (RFC 2046: at most 70 characters)
 _BOUNDARY = re.compile(r';\s*boundary\s*=\s*(?:"([^"\r\n]{1,70})"|([^\s;"]{1,70}))', re.I)
 _FORM_TAIL_SLACK = 64
@@ -52,6 +54,10 @@ def content_type(headers: Mapping[str, str], limit: int) -> tuple[str, _Shape | 
     """
     raw = headers.get("content-type", "")
     base = raw.split(";", 1)[0].strip().lower()
+    if base.startswith(OWN_TYPES):
+        # healthlog's own types (a Health export) are made by `healthlog import` alone: a
+        # phone's body is JSON to the fold whatever it claims, never an export to unpack
+        return DEFAULT_CONTENT_TYPE, _Shape()
     if base != FORM:
         return log.truncate(base or DEFAULT_CONTENT_TYPE, limit), _Shape()
     match = _BOUNDARY.search(raw)
