@@ -525,3 +525,42 @@ def test_a_request_another_site_starts_is_refused_and_daily_is_capped(
     assert alice.get(url).status_code == 200
     many = "&".join(["metric=step_count"] * 13)
     assert "at most 12" in str(get(alice, f"/api/daily?{many}", 400)["error"])
+
+
+def test_refused_sign_ins_are_logged_with_the_client_and_then_wait(
+    folded: tuple[Folded, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    from healthlog.dashboard.app import SIGN_IN_FAILURES
+
+    data, where = folded
+    client = make_app(where, require_sign_in=True).test_client()
+    with caplog.at_level(logging.INFO, logger="healthlog.dashboard"):
+        for _ in range(SIGN_IN_FAILURES):
+            assert client.post("/sign-in", data={"token": "hl_guess"}).status_code == 401
+        waits = client.post("/sign-in", data={"token": data.alice.token})  # even a right one
+    assert waits.status_code == 429 and int(waits.headers["Retry-After"]) > 0
+    assert "Too many refused sign-ins" in waits.get_data(as_text=True)
+    refused = [r for r in caplog.records if r.getMessage() == "dashboard.sign_in_refused"]
+    assert len(refused) == SIGN_IN_FAILURES
+    assert all(getattr(r, "client", None) == "127.0.0.1" for r in refused)
+    assert "hl_guess" not in caplog.text
+    other = client.post(
+        "/sign-in", data={"token": data.alice.token}, environ_base={"REMOTE_ADDR": "10.0.0.9"}
+    )
+    assert other.status_code == 302  # another address is not held up
+
+
+def test_the_sign_in_wait_ends_with_its_window() -> None:
+    from healthlog.dashboard.app import SIGN_IN_FAILURES, SIGN_IN_WINDOW_S, SignInFailures
+
+    now = [1000.0]
+    failures = SignInFailures(clock=lambda: now[0])
+    for _ in range(SIGN_IN_FAILURES):
+        assert failures.wait_s("a") == 0
+        failures.add("a")
+    assert failures.wait_s("a") == SIGN_IN_WINDOW_S + 1
+    now[0] += SIGN_IN_WINDOW_S
+    assert failures.wait_s("a") == 0
+    failures.add("a")
+    failures.clear("a")
+    assert failures.wait_s("a") == 0

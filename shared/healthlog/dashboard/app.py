@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,6 +69,48 @@ class DashboardError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+#: refused sign-ins from one client address within the window before it must wait
+SIGN_IN_FAILURES = 5
+SIGN_IN_WINDOW_S = 15 * 60
+
+
+class SignInFailures:
+    """Refused sign-ins per client address, in memory: after ``SIGN_IN_FAILURES`` in
+    ``SIGN_IN_WINDOW_S`` the address waits until the oldest leaves the window (a 429,
+    answered at once: no thread is held to slow a guesser down)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, list[float]] = {}
+
+    def _recent(self, client: str, now: float) -> list[float]:
+        recent = [t for t in self._seen.get(client, []) if now - t < SIGN_IN_WINDOW_S]
+        if recent:
+            self._seen[client] = recent
+        else:
+            self._seen.pop(client, None)
+        return recent
+
+    def wait_s(self, client: str) -> int:
+        """Seconds ``client`` must wait before trying again; 0: it may try now."""
+        with self._lock:
+            now = self._clock()
+            recent = self._recent(client, now)
+            if len(recent) < SIGN_IN_FAILURES:
+                return 0
+            return int(SIGN_IN_WINDOW_S - (now - recent[0])) + 1
+
+    def add(self, client: str) -> None:
+        with self._lock:
+            now = self._clock()
+            self._seen[client] = [*self._recent(client, now), now]
+
+    def clear(self, client: str) -> None:
+        with self._lock:
+            self._seen.pop(client, None)
 
 
 def create_app(
@@ -201,18 +244,31 @@ def create_app(
             return redirect(url_for("overview"))
         return render_template("sign_in.html", page="sign-in", title="Sign in", error=None)
 
+    failures = SignInFailures()
+
     @app.post("/sign-in")
     def sign_in() -> Any:
         if not options.require_sign_in:
             return redirect(url_for("overview"))
+        client = request.remote_addr or "-"
+        wait_s = failures.wait_s(client)
+        if wait_s:
+            log.event(logger, logging.WARNING, "dashboard.sign_in_throttled", client=client)
+            told = f"Too many refused sign-ins from here: try again in {wait_s // 60 + 1} min."
+            html = render_template("sign_in.html", page="sign-in", title="Sign in", error=told)
+            reply = Response(html, status=429, mimetype="text/html")
+            reply.headers["Retry-After"] = str(wait_s)
+            return reply
         token = (request.form.get("token") or "").strip()
         account = journal.account_by_token_hash(tokens.hash_token(token)) if token else None
         if account is None or not allowed(account):
-            log.event(logger, logging.INFO, "dashboard.sign_in_refused")
+            failures.add(client)
+            log.event(logger, logging.INFO, "dashboard.sign_in_refused", client=client)
             # the token is not repeated: it may be a real one, mistyped
             refused = "No account has this token."
             html = render_template("sign_in.html", page="sign-in", title="Sign in", error=refused)
             return Response(html, status=401, mimetype="text/html")
+        failures.clear(client)
         log.event(logger, logging.INFO, "dashboard.signed_in", account_id=account.id)
         response = redirect(url_for("overview"))
         response.set_cookie(
