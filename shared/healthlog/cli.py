@@ -395,9 +395,15 @@ def _token_text(first_line: str, token: str) -> str:
 
 @contextlib.contextmanager
 def _output(path: Path | None) -> Iterator[IO[str]]:
-    """The file ``-o`` names (its owner's only: exports hold health data), else stdout."""
+    """The file ``-o`` names (its owner's only: exports hold health data), else stdout;
+    on a terminal, what a phone posted (a source, a name) cannot drive it."""
     if path is None:
-        yield sys.stdout
+        if sys.stdout.isatty():
+            from healthlog import terminal
+
+            yield terminal.Shown(sys.stdout)  # type: ignore[misc]
+        else:
+            yield sys.stdout
         return
     try:
         fd = files.private_file(path, os.O_WRONLY | os.O_TRUNC)

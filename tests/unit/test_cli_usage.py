@@ -432,3 +432,43 @@ def test_posted_names_in_a_usage_error_are_escaped_for_the_terminal(
     assert result.exit_code == 2, result.output
     assert "zzzz_\\x1b]0;pwned\\x07\\u202eevil" in result.stderr, result.stderr
     assert "\x1b" not in result.stderr and "\u202e" not in result.stderr
+
+
+def test_export_to_a_terminal_escapes_what_a_phone_posted(folded: Phone) -> None:
+    """On a terminal (a real pty), a source name cannot retitle the window or reorder
+    the line; written to a pipe or a file, the export is byte for byte what was stored."""
+    import pty
+
+    evil = "Watch\x1b]0;pwned\x07\u202e"
+    points = [{"date": "2026-11-30 10:00:00 +0100", "qty": 5, "source": evil}]
+    folded.send(metrics_body(("step_count", "count", points)))
+    ok("fold")
+    argv = [
+        str(BIN / "healthlog"),
+        "export",
+        "--metric",
+        "step_count",
+        "--from",
+        "2026-11-30T10:00",
+    ]
+    main, child = pty.openpty()
+    try:
+        done = subprocess.run(argv, stdout=child, stderr=subprocess.PIPE, timeout=60, check=False)
+        os.close(child)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the pty's other end is closed: all is read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(main)
+    assert done.returncode == 0, done.stderr
+    shown = b"".join(chunks).decode()
+    assert "Watch\\x1b]0;pwned\\x07\\u202e" in shown
+    assert "\x1b" not in shown and "\u202e" not in shown
+    piped = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    assert evil in piped.stdout  # a file or a pipe keeps the data as it is
