@@ -207,13 +207,7 @@ def day_from(at: At | None) -> str | None:
         return None
     if isinstance(at, Wall):
         return at.day().isoformat()
-    found = first_at_or_after(at)
-    if found is None:
-        return "9999-99-99"
-    try:
-        return (found - REACH).date().isoformat()
-    except OverflowError:
-        return None
+    return _day_moved(at, -REACH, "9999-99-99")
 
 
 def day_to(at: At | None) -> str | None:
@@ -222,10 +216,16 @@ def day_to(at: At | None) -> str | None:
         return None
     if isinstance(at, Wall):
         return at.day_after().isoformat()
+    return _day_moved(at, REACH + timedelta(days=1), None)
+
+
+def _day_moved(at: str, by: timedelta, past_last: str | None) -> str | None:
+    """The UTC day of the instant text ``at`` names, moved ``by``; ``past_last`` when no
+    stored time reaches it, None (no bound) past the calendar's ends."""
     found = first_at_or_after(at)
     if found is None:
-        return None
+        return past_last
     try:
-        return (found + REACH + timedelta(days=1)).date().isoformat()
+        return (found + by).date().isoformat()
     except OverflowError:
         return None

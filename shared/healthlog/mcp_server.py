@@ -747,7 +747,7 @@ def open_guard(settings: Settings, r: reads.Reads) -> sql_guard.Guard:
     """The SQL tool's session over ``r``'s account, its ``my_daily`` from ``r``."""
     from healthlog import urls
 
-    daily = sql_guard.Daily(r.day_totals, lambda: r.status())
+    daily = sql_guard.Daily(r.day_totals, r.status)
     account_id = r.account.id
     location = urls.journal_location(settings.journal_url)
     if isinstance(location, urls.SqliteLocation):

@@ -41,7 +41,6 @@ from healthlog.reads import (
     Reads,
     Resolution,
     Series,
-    auto_resolution,
     next_bucket,
     resolution_for,
     sample_time,
@@ -114,11 +113,6 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise MissingExtra() from None
-
-
-def pick_resolution(start: datetime, end: datetime) -> Resolution:
-    """The finest resolution whose buckets over [start, end] stay under PLOT_BUCKETS."""
-    return auto_resolution(start, end, PLOT_BUCKETS)
 
 
 # --- reading and drawing --------------------------------------------------------------------

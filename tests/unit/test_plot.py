@@ -20,7 +20,7 @@ import pytest
 from healthlog import cli, plot, tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.reads import Reads, Resolution
+from healthlog.reads import Reads, Resolution, auto_resolution
 from PIL import Image
 
 from tests.conftest import SAMPLES, Phone, metrics_body
@@ -288,9 +288,14 @@ def test_gaps_rule() -> None:
     t0 = datetime(2026, 1, 1)
     raw = [t0 + timedelta(minutes=m) for m in (0, 5, 10, 15, 120, 125)]
     assert plot.gaps(raw, Resolution.RAW) == {4}
-    assert plot.pick_resolution(t0, t0 + timedelta(hours=5)) is Resolution.MINUTE
-    assert plot.pick_resolution(t0, t0 + timedelta(days=31)) is Resolution.DAY
-    assert plot.pick_resolution(t0, t0 + timedelta(days=3650)) is Resolution.MONTH
+
+    # a picture's resolution: at most PLOT_BUCKETS bars over the span (reads.resolution_for)
+    def pick(span: timedelta) -> Resolution:
+        return auto_resolution(t0, t0 + span, plot.PLOT_BUCKETS)
+
+    assert pick(timedelta(hours=5)) is Resolution.MINUTE
+    assert pick(timedelta(days=31)) is Resolution.DAY
+    assert pick(timedelta(days=3650)) is Resolution.MONTH
 
 
 # --- sleep: stages per night ----------------------------------------------------------------
