@@ -25,8 +25,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from healthlog.errors import HealthlogError
 
-#: how far a phone's clock may be from UTC: offsets in use run from -12 h to +14 h
-REACH = timedelta(hours=14)
+#: how far a phone's clock may be from UTC: the offsets in use run from -12 h to +14 h,
+#: and HAE's parser takes any under a day, so a day reaches this far past its UTC day
+REACH = timedelta(hours=24)
 
 
 class UnknownZone(HealthlogError):

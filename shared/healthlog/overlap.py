@@ -42,12 +42,12 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Generic, TypeVar
 
+from healthlog.clock import REACH
 from healthlog.config import DEFAULT_SOURCE_PRIORITY, priority_fragments
 from healthlog.journal.port import BucketRow
 
-#: a day of the phone's clock holds UTC starts up to this far beyond its UTC day: the
-#: offsets in use reach 14 hours, and the parser takes any under a day
-DAY_REACH = timedelta(hours=24)
+#: a day of the phone's clock holds UTC starts up to this far beyond its UTC day
+DAY_REACH = REACH
 
 T = TypeVar("T")
 

@@ -1117,7 +1117,7 @@ def _tighter(edge: At | None, own: str | None, day: str, *, later: bool) -> At |
 def widened(low: At | None, high: At | None) -> tuple[At | None, At | None]:
     """Bounds a day wider on each side: the overlap rule decides each day whole.
 
-    A day of the phone's clock reaches up to 14 h either side of its UTC day, so the
+    A day of the phone's clock reaches up to a day (``clock.REACH``) past its UTC day, so the
     points read from a day before ``low`` to a day after ``high`` hold every day that
     [low, high) touches; ``counted_stream(within=...)`` cuts them back once decided.
     """

@@ -744,3 +744,24 @@ def test_docs_list_every_cumulative_metric_and_the_gap_rule() -> None:
         assert name in named or bare in named, name
     coverage = text.split("## Data coverage", 1)[1]
     assert f"`healthlog.reads.DAILY_SHARE` = {reads.DAILY_SHARE}" in coverage
+
+
+def test_a_day_holds_a_sample_of_any_offset_the_parser_takes(send: Deliveries, read: Reads) -> None:
+    """A day without an offset reaches as far as HAE's parser does (under a day), not
+    only the 14 hours offsets in use reach: a +20:00 or -20:00 sample is on its own day."""
+    send.send(
+        [
+            pt("step_count", "2026-03-02 23:30", 1, offset=20 * 60),  # 03:30 UTC on the 2nd
+            pt("step_count", "2026-03-02 00:30", 2, offset=-20 * 60),  # 20:30 UTC on the 2nd
+            pt("step_count", "2026-03-03 00:30", 4, offset=20 * 60),  # another day
+        ]
+    )
+    day = read.series(
+        "step_count",
+        start=datetime(2026, 3, 2),
+        end=datetime(2026, 3, 3),
+        resolution=Resolution.RAW,
+    )
+    assert sorted(s.value or 0 for s in day.samples) == [1, 2]
+    (row,) = read.daily(["step_count"], start=datetime(2026, 3, 2), end=datetime(2026, 3, 3))
+    assert row == {"day": "2026-03-02", "step_count": 3}
