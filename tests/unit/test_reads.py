@@ -751,8 +751,8 @@ def test_a_day_holds_a_sample_of_any_offset_the_parser_takes(send: Deliveries, r
     only the 14 hours offsets in use reach: a +20:00 or -20:00 sample is on its own day."""
     send.send(
         [
-            pt("step_count", "2026-03-02 23:30", 1, offset=20 * 60),  # 03:30 UTC on the 2nd
-            pt("step_count", "2026-03-02 00:30", 2, offset=-20 * 60),  # 20:30 UTC on the 2nd
+            pt("step_count", "2026-03-02 00:30", 1, offset=20 * 60),  # 04:30 UTC on the 1st
+            pt("step_count", "2026-03-02 23:30", 2, offset=-20 * 60),  # 19:30 UTC on the 3rd
             pt("step_count", "2026-03-03 00:30", 4, offset=20 * 60),  # another day
         ]
     )
