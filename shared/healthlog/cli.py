@@ -940,7 +940,9 @@ def import_(
     --account): archived byte for byte, journalled, and folded in steps by the same fold
     as every delivery, so status, replay and a rebuild from the archive include it. An
     interrupted import goes on where it stopped at the next fold. Its size limit is
-    HEALTHLOG_MAX_IMPORT_BYTES. docs/history.md.
+    HEALTHLOG_MAX_IMPORT_BYTES. Exit status 1 when the import failed, folded nothing,
+    or its export.xml is cut or not well-formed (what was read before is folded).
+    docs/history.md.
     """
     from healthlog import accounts, delivery_report, importer, progress, store
     from healthlog.reads import Reads
@@ -968,6 +970,9 @@ def import_(
         )
     data = report.as_dict()
     emit(as_json, data, delivery_report.import_text(data))
+    fault = delivery_report.import_fault(data)
+    if fault is not None:
+        raise CouldNot(fault)
 
 
 @cli.command()

@@ -215,7 +215,30 @@ def import_text(data: Mapping[str, Any]) -> str:
         )
     if data["failure"]:
         lines.append(f"failure: {shown(str(data['failure']))}")
+        if data.get("refused"):
+            lines.append(f"why: {shown(str(data['refused']))}")
     return "\n".join(lines)
+
+
+def import_fault(data: Mapping[str, Any]) -> str | None:
+    """Why an import's exit status is not 0, in one line, or None when it is.
+
+    An import that ended ``failed``, that folded nothing at all, or whose export.xml is
+    cut or not well-formed (what was read before the fault is folded, the rest is not)
+    is a fault a script must see; an import not folded now (``--no-fold``, another fold
+    at work, paused at its budget) is not.
+    """
+    if data["status"] == "failed":
+        why = data.get("refused") or data.get("failure")
+        return f"the import failed: {shown(str(why))}"
+    if data["outcome"] is None or data["status"] == "pending":
+        return None
+    if data["cut"]:
+        at = data["cut"].get("at") if isinstance(data["cut"], dict) else None
+        return f"the export is not read to its end: {shown(str(at or 'cut short'))}"
+    if not (data["points"] or data["records"] or data.get("repeated")):
+        return "the import folded nothing: the export holds no sample healthlog reads"
+    return None
 
 
 def _cut_text(cut: object) -> str:

@@ -141,6 +141,8 @@ class ImportReport:
     #: the file was cut short: bytes of export.xml read, of how many, and where
     cut: dict[str, Any] | None = None
     failure: str | None = None
+    #: why nothing of it could be read, for a failed import (a line and column, no value)
+    refused: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -159,6 +161,7 @@ class ImportReport:
             "unreadable": self.unreadable,
             "cut": self.cut,
             "failure": self.failure,
+            "refused": self.refused,
         }
 
 
@@ -466,4 +469,5 @@ def report(journal: Journal, stored: Stored, outcome: Outcome | None) -> ImportR
         unreadable=dict(state.unreadable),
         cut=state.cut,
         failure=delivery.failure,
+        refused=state.refused,
     )

@@ -8,6 +8,7 @@ that what it folded is what `status` and `export` then show.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,39 @@ def test_a_missing_path_is_a_usage_error_naming_it(
     assert cli.main(["import", str(env / missing)]) == 2
     err = capsys.readouterr().err
     assert "PATH" in err and "does not exist" in err
+
+
+HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n<HealthData locale="en_GB">\n'
+STEPS = (
+    ' <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Ada’s Watch" unit="count"'
+    ' startDate="2024-03-30 08:00:00 +0100" endDate="2024-03-30 08:10:00 +0100" value="12"/>\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("xml", "said"),
+    [
+        # not one element readable: the delivery fails, and the line says where
+        (HEAD.replace("<HealthData", "<HealthData <"), r"failed: .*line 2, column \d+"),
+        # a sample folded, then the file breaks off: what was read is kept
+        (HEAD + STEPS + ' <Record type="x"\n', r"not read to its end: .*line 5, column 1"),
+        # well-formed, but nothing in it healthlog reads
+        (HEAD + ' <Audiogram startDate="2024-03-30 08:00:00 +0100"/>\n</HealthData>\n', "nothing"),
+    ],
+)
+def test_an_import_that_fails_or_folds_nothing_exits_1_and_says_why(
+    env: Path,  # noqa: F811
+    capsys: Any,
+    xml: str,
+    said: str,
+) -> None:
+    phone_for(env)
+    path = env / "export.xml"
+    path.write_text(xml, encoding="utf-8")
+    assert cli.main(["import", str(path), "--json"]) == 1
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # the report is still written
+    last = captured.err.splitlines()[-1]  # after the fold's own log lines
+    assert re.search(said, last), captured.err
+    assert last.startswith("healthlog: ")
+    assert "Ada" not in captured.err and "Traceback" not in captured.err

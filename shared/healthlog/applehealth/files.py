@@ -1,7 +1,7 @@
 """Where an export's files are: an ``export.zip``, its unzipped folder, or a bare ``export.xml``.
 
 ``open_export(path)`` gives an ``Export``: the ``export.xml`` stream (with the XML's own
-DTD cut out, see ``WithoutDoctype``), and the export's other files by their path inside
+DTD set aside, see ``WithoutDoctype``), and the export's other files by their path inside
 the export (``workout-routes/route_2024-03-30_8.02am.gpx``,
 ``electrocardiograms/ecg_2024-03-30.csv``). A path that would leave the export (``..``,
 an absolute path outside it) is refused: nothing outside the export is ever opened.
@@ -14,8 +14,10 @@ some phones), with ``export.xml`` in it; a zip that someone re-packed may hold
 
 from __future__ import annotations
 
+import codecs
 import io
 import posixpath
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,14 +35,16 @@ class ExportUnreadable(HealthlogError):
 
 
 class WithoutDoctype(io.RawIOBase):
-    """A byte stream with its ``<!DOCTYPE ...>`` declaration (and internal subset) cut out.
+    """A byte stream with its ``<!DOCTYPE ...>`` declaration (and internal subset) set aside.
 
     The Health app writes a DTD into ``export.xml`` that some iOS versions got wrong
     (a validating parser, and libxml2's parser of the internal subset, stop on it). The
-    reader needs nothing from it: no defaults, no entities. Cutting it out also means the
-    file cannot declare an entity at all, so no entity can expand (XML bomb safety on
-    top of the parser's own ``resolve_entities=False``). Counts the bytes read from the
-    underlying stream (``bytes_read``), for progress.
+    reader needs nothing from it: no defaults, no entities. The DOCTYPE of the prolog
+    (found as XML defines the prolog: ``_doctype_span``) is blanked, every byte but its
+    newlines a space, so the parser's line and column of an error are the file's. The
+    XML policy itself (no DTD is read, no entity expanded, wherever a DOCTYPE sits) is
+    the parser's (``series.RefusesDoctype``); this only lets a real export through it.
+    Counts the bytes read from the underlying stream (``bytes_read``), for progress.
     """
 
     def __init__(self, raw: IO[bytes]) -> None:
@@ -63,17 +67,16 @@ class WithoutDoctype(io.RawIOBase):
         while True:
             chunk = self._read_raw(64 * 1024)
             head += chunk
-            start = head.find(b"<!DOCTYPE")
-            first_element = _first_element(head)
-            if start < 0 and (first_element >= 0 or not chunk):
-                break  # no DOCTYPE before the document's first element: nothing to cut
-            if start >= 0:
-                end = _doctype_end(head, start)
-                if end >= 0:
-                    head = head[:start] + head[end:]
-                    break
+            span = _doctype_span(head)
+            if span is None:
+                break  # the prolog holds no DOCTYPE: nothing to cut
+            start, end = span
+            if end >= 0:
+                # blanked, not cut: the parser's lines and columns are the file's
+                head = head[:start] + _NOT_NEWLINE.sub(b" ", head[start:end]) + head[end:]
+                break
             if not chunk:
-                break  # the file ends inside its DOCTYPE: the parser will say it is cut
+                break  # the file ends inside its prolog: the parser will say it is cut
             if len(head) > _HEAD_LIMIT:
                 raise ExportUnreadable("export.xml: its DOCTYPE does not end")
         self._pending = head
@@ -94,15 +97,40 @@ class WithoutDoctype(io.RawIOBase):
         super().close()
 
 
-def _first_element(head: bytes) -> int:
-    """Offset of the first ``<`` that opens an element (not ``<?`` or ``<!``), or -1."""
-    at = head.find(b"<")
-    while at >= 0:
-        following = head[at + 1 : at + 2]
-        if following and following not in (b"?", b"!"):
-            return at
-        at = head.find(b"<", at + 1)
-    return -1
+_NOT_NEWLINE = re.compile(rb"[^\n]")
+_PROLOG_OPENINGS = (b"<!DOCTYPE", b"<!--", b"<?")
+
+
+def _doctype_span(head: bytes) -> tuple[int, int] | None:
+    """Where the DOCTYPE of the document's prolog is in ``head``: (start, end).
+
+    The prolog is read as XML defines it: an XML declaration, comments, processing
+    instructions and blanks, in any order, then perhaps the DOCTYPE, then the first
+    element. So a ``<!DOCTYPE`` written inside a comment or a processing instruction is
+    not taken for the real one. ``end`` is -1 while ``head`` ends before the DOCTYPE
+    (or the prolog) does; None when the prolog has no DOCTYPE.
+    """
+    i, n = (3 if head.startswith(codecs.BOM_UTF8) else 0), len(head)
+    while True:
+        while i < n and head[i] in b" \t\r\n":
+            i += 1
+        rest = head[i : i + len(b"<!DOCTYPE")]
+        if head.startswith(b"<!DOCTYPE", i):
+            return i, _doctype_end(head, i)
+        if head.startswith(b"<!--", i):
+            close = head.find(b"-->", i + 4)
+            if close < 0:
+                return i, -1
+            i = close + 3
+        elif head.startswith(b"<?", i):
+            close = head.find(b"?>", i + 2)
+            if close < 0:
+                return i, -1
+            i = close + 2
+        elif len(rest) < len(b"<!DOCTYPE") and any(o.startswith(rest) for o in _PROLOG_OPENINGS):
+            return i, -1  # head ends where the prolog may go on
+        else:
+            return None
 
 
 def _doctype_end(head: bytes, start: int) -> int:

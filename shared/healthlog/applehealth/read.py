@@ -15,6 +15,7 @@ ends. What is held is one batch.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ import orjson
 from lxml import etree
 
 from healthlog.applehealth import series, types
-from healthlog.applehealth.files import Export, ExportUnreadable
+from healthlog.applehealth.files import Export, ExportUnreadable, safe_member
 from healthlog.hae import dates, metrics, records, sections, units
 from healthlog.hae.records import Found, Spec
 from healthlog.model import Point, Record
@@ -71,6 +72,13 @@ _instant = dates.instant
 # the value key of HAE's point -> the Points' fields (hae.metrics: Min/Avg/Max are the
 # fields min/avg/max; blood pressure's systolic/diastolic keep their names)
 _HEART_RATE_FIELDS = ("min", "avg", "max")
+_CORRELATIONS = ("HKCorrelationTypeIdentifierBloodPressure", "HKCorrelationTypeIdentifierFood")
+# the sample types a correlation holds
+_CORRELATED = frozenset(
+    kind
+    for kind in types.QUANTITIES
+    if kind.removeprefix(types.QUANTITY_PREFIX).startswith(("BloodPressure", "Dietary"))
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,12 +207,13 @@ class _Node:
             yield from child.iter(tag)
 
 
-class _Target:
+class _Target(series.RefusesDoctype):
     """lxml's parser target: each top-level element, once it ends, to the reading.
 
     Counts the top-level elements (the position), skips those a resumed reading has
     folded already (parsed, never built), and closes a batch where it reaches its
-    bound; ``take`` hands the closed batches to ``batches`` between two chunks.
+    bound; ``take`` hands the closed batches to ``batches`` between two chunks. A DTD
+    the parser meets ends the reading (``series.RefusesDoctype``).
     """
 
     def __init__(self, reading: ExportReading) -> None:
@@ -249,10 +258,12 @@ class _Target:
         element = self._stack.pop()
         pending = self.pending
         reading = self.reading
-        if tag == "Record" and _DIRECT:
+        if tag == "Record":
             # the hot path, without the dispatch of ``_element``: a quantity sample
             kind = element.attrib.get("type")
-            if kind in _DIRECT_KINDS and not (kind == _HRV and element.children):
+            if kind in _CORRELATED:
+                reading.top_level.add(_correlated_key(element))
+            if _DIRECT and kind in _DIRECT_KINDS and not (kind == _HRV and element.children):
                 reading.read[tag] += 1
                 try:
                     reading._direct(kind, element, pending)
@@ -320,6 +331,9 @@ class ExportReading:
         self.xml_size = self.export.xml_size
         self.bytes_read = 0
         self._shapes: dict[tuple[str, str | None], _Shape] = {}
+        #: the top-level samples of the types a correlation holds (blood pressure, food):
+        #: a correlation's own sample is read where the export has no top-level copy
+        self.top_level: set[tuple[str | None, ...]] = set()
         # the times read lately, as ``dates.instant`` reads them: samples of several
         # types share their start and end (a Watch writes heart rate, energy and steps
         # for the same minute), and a series' next sample often starts where one ended
@@ -349,16 +363,21 @@ class ExportReading:
                     parser.feed(chunk)
                     yield from target.take()
                 parser.close()
+            except series.DoctypeRefused:
+                raise ExportUnreadable(
+                    "export.xml declares a DTD where the Health app writes none (after a"
+                    " comment or an instruction that the app does not write): healthlog"
+                    " reads no DTD, so nothing of the file was read"
+                ) from None
             except etree.XMLSyntaxError as exc:
                 self.bytes_read = stream.bytes_read
                 yield from target.take()
                 if target.pending.size:
                     yield self._batch(target.pending, target.position)
-                line = exc.lineno if isinstance(exc.lineno, int) else "?"
                 raise ExportCut(
-                    f"export.xml is cut short or not well-formed at line {line}: read "
-                    f"{self.bytes_read} of {self.xml_size} bytes; {target.position} elements"
-                    " read"
+                    f"export.xml is cut short or not well-formed at {_where(exc)}: read"
+                    f" {self.bytes_read} of {self.xml_size} bytes; {target.position}"
+                    " elements read"
                 ) from None
             yield from target.take()
             self.bytes_read = stream.bytes_read
@@ -654,16 +673,21 @@ class ExportReading:
     # --- correlations, workouts, activity summaries, ECGs -------------------------------
 
     def _correlation(self, element: Any, pending: _Pending) -> None:
-        """A blood pressure or a meal. Its samples are not read here: the export writes every
-        sample of a correlation as a top-level Record too (its DTD says so), and there they
-        give their points (blood_pressure systolic/diastolic, dietary_*)."""
+        """A blood pressure or a meal. The export's DTD says every sample of a correlation
+        is written as a top-level Record too, and there it gives its points (blood
+        pressure's systolic/diastolic, ``dietary_*``); some exports hold a sample only
+        inside its correlation, and then it is read here. Either way it is read once
+        (``top_level``: the top-level Records come before the correlations)."""
         kind = element.get("type") or "Correlation"
-        if kind == "HKCorrelationTypeIdentifierBloodPressure":
-            return
-        if kind != "HKCorrelationTypeIdentifierFood":
+        if kind not in _CORRELATIONS:
             self.uncovered[kind] += 1
             return
         children = [child for child in element if child.tag == "Record"]
+        for child in children:
+            if child.get("type") in _CORRELATED and _correlated_key(child) not in self.top_level:
+                self._element(child, pending)
+        if kind == "HKCorrelationTypeIdentifierBloodPressure":
+            return
         try:
             point, start_utc, end_utc = self._sample(element)
         except ValueError:
@@ -685,16 +709,19 @@ class ExportReading:
         if meta:
             body["metadata"] = meta
         source = str(point["source"])
+        canonical = records.canonical(body)
+        # foods logged at one minute are distinct entries: what each holds tells them apart
+        digest = hashlib.blake2b(canonical.encode(), digest_size=6).hexdigest()
         pending.records.append(
             Record(
                 "food",
-                f"{start_utc}|{source}",
+                f"{start_utc}|{source}|{digest}",
                 start_utc,
                 end_utc,
                 dates.instant(element.get("startDate"))[1],
                 meta.get("HKFoodType"),
                 source,
-                records.canonical(body),
+                canonical,
             )
         )
         pending.size += 1
@@ -733,6 +760,8 @@ class ExportReading:
         ):
             if key in meta:
                 qty, unit = _quantity_text(meta[key])
+                if qty is not None and target == "humidity" and unit == "%" and qty > 100:
+                    qty /= 100  # newer exports write hundredths: 8100 % is 81 %
                 if qty is not None:
                     body[target] = {"qty": qty, "units": unit}
         if meta:
@@ -755,28 +784,38 @@ class ExportReading:
         activities = [_activity(a) for a in element if a.tag == "WorkoutActivity"]
         if activities:
             body["activities"] = activities
+        files: set[str] = set()
         for route in element.iter("WorkoutRoute"):
-            self._route(route, body)
+            self._route(route, body, files)
         found = Found()
         record = records.build(_WORKOUTS, _without_none(body), found)
         self.incomparable += found.incomparable
         pending.records.append(record)
         pending.size += 1 + len(record.items)
 
-    def _route(self, route: Any, body: dict[str, object]) -> None:
+    def _route(self, route: Any, body: dict[str, object], files: set[str]) -> None:
+        """A WorkoutRoute's fixes into ``body["route"]``: from the GPX files it names (each
+        file once per workout, however often it is named: ``files``), or written inline
+        as ``Location`` elements, as exports before iOS 13 do."""
+        fixes = [_location(place) for place in route if place.tag == "Location"]
         for reference in route.iter("FileReference"):
             path = reference.get("path") or ""
+            name = safe_member("", path)
+            if name in files:
+                continue
             stream = self.export.open_member(path)
-            if stream is None:
+            if name is None or stream is None:
                 self.unreadable["WorkoutRoute"] += 1
                 continue
+            files.add(name)
             try:
                 with stream:
-                    fixes = series.route(stream)
-            except etree.XMLSyntaxError:
+                    fixes.extend(series.route(stream))
+            except (etree.XMLSyntaxError, series.DoctypeRefused):
                 self.unreadable["WorkoutRoute"] += 1
                 continue
             body["routeFile"] = path.lstrip("/")
+        if fixes:
             existing = body.get("route")
             body["route"] = [*existing, *fixes] if isinstance(existing, list) else fixes
 
@@ -833,6 +872,25 @@ _WORKOUTS = Spec(
 
 
 # --- small readers ------------------------------------------------------------------------
+
+
+def _correlated_key(element: _Node) -> tuple[str | None, ...]:
+    """What tells a correlation's sample from another: the same sample written at top level
+    and inside its correlation has the same key."""
+    get = element.attrib.get
+    return (get("type"), get("sourceName"), get("startDate"), get("endDate"), get("value"))
+
+
+def _where(exc: etree.XMLSyntaxError) -> str:
+    """``line 12, column 7`` of a parser's error (libxml2 counts both from 1)."""
+    line, column = exc.position if isinstance(exc.position, tuple) else (exc.lineno, 0)
+    if not isinstance(line, int) or line <= 0:
+        return "an unknown line"
+    return (
+        f"line {line}, column {column}"
+        if isinstance(column, int) and column > 0
+        else f"line {line}"
+    )
 
 
 def _finite(text: str | None) -> float:
@@ -933,6 +991,27 @@ def _workout_summary(stats: list[Any], body: dict[str, object]) -> None:
                 body["avgHeartRate"] = parts["avg"]
             if "max" in parts:
                 body["maxHeartRate"] = parts["max"]
+
+
+# a Location's attributes that HAE v2's route fix has by the same name
+_LOCATION_KEYS = (
+    "latitude",
+    "longitude",
+    "altitude",
+    "speed",
+    "course",
+    "horizontalAccuracy",
+    "verticalAccuracy",
+)
+
+
+def _location(element: _Node) -> dict[str, object]:
+    """An inline route fix (``<Location date= latitude= longitude= .../>``) as HAE v2's."""
+    fix: dict[str, object] = {
+        key: _number_or_text(element.attrib.get(key)) for key in _LOCATION_KEYS
+    }
+    fix["timestamp"] = element.attrib.get("date")
+    return _without_none(fix)
 
 
 def _activity(element: Any) -> dict[str, object]:

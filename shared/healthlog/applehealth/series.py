@@ -35,6 +35,8 @@ PARSER_OPTIONS: dict[str, bool] = {
     "remove_pis": True,
 }
 
+# what a GPX file is fed to the parser at a time
+_CHUNK = 64 * 1024
 # GPX extension name -> HAE v2 route key
 _GPX_EXTENSIONS = {
     "speed": "speed",
@@ -59,33 +61,82 @@ def _number(text: str | None) -> float | str | None:
         return text
 
 
+class DoctypeRefused(ValueError):
+    """An XML file of the export declares a DTD: none is read, so nothing of the file is."""
+
+
+class RefusesDoctype:
+    """The XML policy, as part of an lxml parser target: a DTD met anywhere ends the parse.
+
+    libxml2 calls a target's ``doctype`` as the declaration starts, before its internal
+    subset is read, so an entity of the file is never declared, let alone expanded (in
+    an attribute value libxml2 would expand it whatever ``resolve_entities`` says). This
+    holds wherever the DOCTYPE sits, behind a comment, a processing instruction or the
+    first element; ``files.WithoutDoctype`` sets the Health app's own DTD aside before
+    the parser sees it, so a real export never meets this.
+    """
+
+    def doctype(self, name: object, pubid: object, system: object) -> None:
+        raise DoctypeRefused("declares a DTD, which healthlog does not read")
+
+
+class _Route(RefusesDoctype):
+    """A GPX file's track points, as lxml's target interface hands them over (no tree)."""
+
+    def __init__(self) -> None:
+        self.fixes: list[dict[str, object]] = []
+        self._fix: dict[str, object] | None = None
+        self._text: list[str] = []
+        self._in_extensions = False
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        name = _local(tag)
+        self._text = []
+        if name == "trkpt":
+            self._fix = {
+                "latitude": _number(attrib.get("lat")),
+                "longitude": _number(attrib.get("lon")),
+            }
+        elif name == "extensions":
+            self._in_extensions = True
+
+    def data(self, text: str) -> None:
+        self._text.append(text)
+
+    def end(self, tag: str) -> None:
+        name, fix = _local(tag), self._fix
+        if fix is None:
+            return
+        text = "".join(self._text).strip() or None
+        self._text = []
+        if name == "trkpt":
+            self.fixes.append({k: v for k, v in fix.items() if v is not None})
+            self._fix = None
+            self._in_extensions = False
+        elif name == "extensions":
+            self._in_extensions = False
+        elif self._in_extensions:
+            fix[_GPX_EXTENSIONS.get(name, name)] = _number(text)
+        elif name == "ele":
+            fix["altitude"] = _number(text)
+        elif name == "time":
+            fix["timestamp"] = text
+
+    def close(self) -> list[dict[str, object]]:
+        return self.fixes
+
+
 def route(stream: IO[bytes]) -> list[dict[str, object]]:
     """The fixes of a ``workout-routes/*.gpx`` file as HAE v2 route elements.
 
-    Raises ``etree.XMLSyntaxError`` for a file that is not well-formed XML.
+    Raises ``etree.XMLSyntaxError`` for a file that is not well-formed XML and
+    ``DoctypeRefused`` for one that declares a DTD.
     """
-    fixes: list[dict[str, object]] = []
-    for _, element in etree.iterparse(stream, events=("end",), **PARSER_OPTIONS):
-        if _local(element.tag) != "trkpt":
-            continue
-        fix: dict[str, object] = {
-            "latitude": _number(element.get("lat")),
-            "longitude": _number(element.get("lon")),
-        }
-        for child in element:
-            name = _local(child.tag)
-            if name == "ele":
-                fix["altitude"] = _number(child.text)
-            elif name == "time":
-                fix["timestamp"] = child.text
-            elif name == "extensions":
-                for ext in child:
-                    ext_name = _local(ext.tag)
-                    fix[_GPX_EXTENSIONS.get(ext_name, ext_name)] = _number(ext.text)
-        fixes.append({k: v for k, v in fix.items() if v is not None})
-        element.clear()
-        while element.getprevious() is not None:
-            del element.getparent()[0]
+    target = _Route()
+    parser = etree.XMLParser(target=target, **PARSER_OPTIONS)
+    while chunk := stream.read(_CHUNK):
+        parser.feed(chunk)
+    fixes: list[dict[str, object]] = parser.close()
     return fixes
 
 

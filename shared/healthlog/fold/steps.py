@@ -109,6 +109,9 @@ class State:
     xml_size: int = 0
     #: where a cut file stopped: line, bytes read of export.xml, elements read
     cut: dict[str, Any] | None = None
+    #: why nothing of the export could be read (the reader's words: a line and column,
+    #: never a value), for a failed delivery
+    refused: str | None = None
 
     def to_json(self) -> str:
         return orjson.dumps(
@@ -124,6 +127,7 @@ class State:
                 "bytes_read": self.bytes_read,
                 "xml_size": self.xml_size,
                 "cut": self.cut,
+                "refused": self.refused,
             }
         ).decode()
 
@@ -144,6 +148,7 @@ class State:
             bytes_read=int(found.get("bytes_read", 0)),
             xml_size=int(found.get("xml_size", 0)),
             cut=found.get("cut"),
+            refused=found.get("refused"),
         )
 
     def keys(self) -> tuple[str, ...]:
@@ -239,6 +244,7 @@ class StepFold:
                     reading.close()
                     reading = read_aside(path, batch_points=self._step_points, resume=self.position)
             except ExportUnreadable as exc:
+                self.state.refused = str(exc)
                 raise UnreadableBody(str(exc)) from None
             with reading:
                 self.state.xml_size = reading.xml_size
@@ -262,7 +268,8 @@ class StepFold:
             except cut_error as exc:
                 cut = str(exc)
                 break
-            except unreadable as exc:  # its DOCTYPE never ends: not an export
+            except unreadable as exc:  # its DOCTYPE never ends, a DTD: not read
+                self.state.refused = str(exc)
                 raise UnreadableBody(str(exc)) from None
             except (zipfile.BadZipFile, zlib.error, EOFError):
                 # the zip's export.xml is damaged from here on: like a cut
@@ -278,6 +285,7 @@ class StepFold:
             held = (batch, self._snapshot(reading))
         if held is None and cut is not None and self.position == 0:
             # not one element could be read: nothing of it can be folded
+            self.state.refused = cut
             raise UnreadableBody(cut)
         if held is None:  # a resumed fold cut before its first batch: only the outcome
             from healthlog.applehealth import Batch
@@ -391,7 +399,7 @@ class StepFold:
         stay in the showcase, and the delivery's count says how many)."""
         keys = tuple(sorted(set(uncovered) | set(self.state.keys())))
         step = None
-        if self.position or self.expected is not self._delivery.status:
+        if self.position or self.expected is not self._delivery.status or self.state.refused:
             step = Step(
                 self.position,
                 self.position,
