@@ -10,16 +10,23 @@ screenshot of each page is written under the test's tmp_path.
 
 from __future__ import annotations
 
+import html
+import subprocess
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 import requests
+from healthlog import launcher
 from healthlog.archive.local import LocalArchive
+from healthlog.dashboard.app import SESSION_COOKIE
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.launcher import free_port
 from healthlog.model import ParseStatus
@@ -443,3 +450,169 @@ def test_with_several_accounts_the_selector_chooses_one(
         nav = driver.find_element("css selector", "header nav a[data-nav='coverage']")
         assert nav.get_attribute("href").endswith("/coverage?account=bob")
         assert not browser.console_errors(driver)
+
+
+# --- sessions that end ----------------------------------------------------------------------
+
+
+def test_a_session_ends_at_sign_out_and_when_the_token_is_rotated(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Through the real server: each sign-in its own cookie; the value a sign-out ended,
+    replayed, is a 401; so is every session of an account whose token `healthlog account
+    rotate` replaced; a token in the sign-in's URL signs no one in."""
+    folder = tmp_path_factory.mktemp("dashboard-sessions")
+    folded = build(folder)  # its own journal: alice's token is rotated here
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+
+    def sign_in(token: str) -> str:
+        reply = requests.post(
+            url + "/sign-in", data={"token": token}, allow_redirects=False, timeout=30
+        )
+        assert reply.status_code == 302, reply.text
+        return str(reply.cookies[SESSION_COOKIE])
+
+    def status(session: str) -> int:
+        cookies = {SESSION_COOKIE: session}
+        return requests.get(url + "/api/status", cookies=cookies, timeout=30).status_code
+
+    with browser.dashboard(folder, port, "--require-sign-in"):
+        first, second, third = (sign_in(folded.alice.token) for _ in range(3))
+        bobs = sign_in(folded.bob.token)
+        assert len({first, second, third}) == 3
+        assert [status(s) for s in (first, second, third, bobs)] == [200] * 4
+        out = requests.post(
+            url + "/sign-out", cookies={SESSION_COOKIE: first}, allow_redirects=False, timeout=30
+        )
+        assert out.status_code == 302
+        assert status(first) == 401  # replayed after its sign-out
+        assert status(second) == 200  # another sign-in goes on
+
+        in_url = requests.get(
+            url + "/sign-in",
+            params={"token": folded.alice.token},
+            allow_redirects=False,
+            timeout=30,
+        )
+        assert in_url.status_code == 400 and SESSION_COOKIE not in in_url.cookies
+        assert folded.alice.token not in in_url.text
+
+        env = launcher.clean_env({"HEALTHLOG_JOURNAL_URL": f"sqlite:///{folder}/journal.db"})
+        rotated = subprocess.run(
+            [str(browser.BIN / "healthlog"), "account", "rotate", "alice"],
+            env=env,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert rotated.returncode == 0, rotated.stderr
+        assert status(second) == 401 and status(third) == 401  # alice's sessions ended
+        assert status(bobs) == 200  # bob's token was not rotated
+    log = (folder / f"dashboard-{port}.log").read_text()
+    assert folded.alice.token not in log and folded.bob.token not in log
+
+
+#: another site's page that posts a form to the dashboard as soon as it is opened
+FORGED = """<!doctype html><title>elsewhere</title>
+<form id="forged" method="post" action="{action}">
+<input name="token" value="{token}"></form>
+<script>document.getElementById("forged").submit()</script>"""
+
+
+@contextmanager
+def another_site(page: str) -> Iterator[int]:
+    """A server of another program on 127.0.0.1 serving ``page``; its port."""
+    body = page.encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+REFUSED = "Sign-in and sign-out are taken only from this dashboard's own pages"
+
+
+def _forged_post(driver: Any, page: str, url: str) -> str:
+    """Open another site's ``page`` that posts to the dashboard at ``url``; the text of
+    the page the browser lands on."""
+    driver.get(page)
+    browser.wait_until(
+        driver,
+        lambda d: (
+            d.current_url.startswith(url)
+            and d.execute_script("return document.readyState") == "complete"
+        ),
+        30,
+        "the forged form did not reach the dashboard",
+    )
+    return str(driver.find_element("tag name", "main").text)
+
+
+def test_another_sites_form_cannot_sign_in_or_out(driver: Any, data: tuple[Folded, Path]) -> None:
+    """Login CSRF: a page elsewhere (another host name, or another port of this host)
+    posting bob's token to the sign-in makes no session in the browser; posting to the
+    sign-out does not end alice's. Both are a 403 saying why."""
+    folded, folder = data
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    sign_in = FORGED.format(action=f"{url}/sign-in", token=html.escape(folded.bob.token))
+    sign_out = FORGED.format(action=f"{url}/sign-out", token="")
+    with browser.dashboard(folder, port, "--require-sign-in"):
+        driver.get(url + "/sign-in")
+        driver.delete_all_cookies()
+        with another_site(sign_in) as other:
+            # cross-site (localhost is another site than 127.0.0.1), then same-site
+            for page in (f"http://localhost:{other}/", f"http://127.0.0.1:{other}/"):
+                text = _forged_post(driver, page, url)
+                assert "403" in text and REFUSED in text, (page, text)
+                assert driver.get_cookie(SESSION_COOKIE) is None, page
+                said = driver.execute_script("return fetch('/api/session').then(r => r.status)")
+                assert said == 401, page
+        driver.get(url + "/sign-in")
+        driver.find_element("id", "token").send_keys(folded.alice.token)
+        driver.find_element("css selector", "form.sign-in button").click()
+        assert browser.wait_ready(driver) == "yes"
+        signed = driver.get_cookie(SESSION_COOKIE)["value"]
+        with another_site(sign_out) as other:
+            for page in (f"http://localhost:{other}/", f"http://127.0.0.1:{other}/"):
+                text = _forged_post(driver, page, url)
+                assert "403" in text and REFUSED in text, (page, text)
+                assert driver.get_cookie(SESSION_COOKIE)["value"] == signed, page
+        driver.get(url + "/")
+        assert browser.wait_ready(driver) == "yes"  # still signed in
+        assert driver.find_element("id", "account").text == "account alice"
+        driver.find_element("css selector", "form.sign-out button").click()  # its own: out
+        browser.wait_until(
+            driver,
+            lambda d: urlsplit(d.current_url).path == "/sign-in",
+            30,
+            "signing out did not lead to the sign-in page",
+        )
+        assert (
+            requests.get(
+                url + "/api/status", cookies={SESSION_COOKIE: signed}, timeout=30
+            ).status_code
+            == 401
+        )
+    log = (folder / f"dashboard-{port}.log").read_text()
+    assert log.count("dashboard.sign_in_foreign") == 2, log
+    assert log.count("dashboard.sign_out_foreign") == 2, log
+    assert folded.bob.token not in log

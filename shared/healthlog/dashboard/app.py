@@ -3,10 +3,14 @@
 The account a request sees:
 
 * with sign-in (``require_sign_in``, implied by binding beyond loopback): the account
-  whose token was typed into the sign-in form, kept in a signed session cookie
-  (HttpOnly, SameSite=Strict, Secure over TLS or with ``secure_cookies``) whose key is
-  random per process, so a restart signs everyone out. Without a session, a page
-  redirects to ``/sign-in`` and the API answers 401;
+  whose token was typed into the sign-in form (a POST from the dashboard's own page;
+  never a token in a URL). Each sign-in starts a session of its own in this process
+  (``Sessions``): the cookie (HttpOnly, SameSite=Strict; ``__Host-`` and Secure over TLS
+  or with ``secure_cookies``) carries only its random id, signed with a key random per
+  process. A session ends at sign-out, when the account's token is rotated (it keeps
+  the token hash it signed in with, and each request looks that hash up), after
+  ``SESSION_MAX_AGE_S``, or when the process ends. Without a session, a page redirects
+  to ``/sign-in`` and the API answers 401;
 * without sign-in (127.0.0.1, the operator's own machine): the account ``account_name``
   names, else the journal's only account, else the one named by ``?account=NAME`` (the
   account selector); with several and none named, the API answers 400 saying so.
@@ -23,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from flask import Flask, Response, g, redirect, render_template, request, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
@@ -39,7 +43,12 @@ logger = logging.getLogger("healthlog.dashboard")
 
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE = "healthlog_session"
+#: the cookie's name over TLS (or with ``secure_cookies``): a browser keeps a ``__Host-``
+#: cookie only when it is Secure, for path /, with no Domain (docs/security.md)
+SECURE_SESSION_COOKIE = "__Host-" + SESSION_COOKIE
 SESSION_MAX_AGE_S = 12 * 3600
+#: the most sessions kept at once; past it a new sign-in ends the oldest session
+SESSIONS_MAX = 1000
 
 #: only the dashboard itself: no CDN, no inline script, no request to another host
 CSP = (
@@ -113,6 +122,94 @@ class SignInFailures:
             self._seen.pop(client, None)
 
 
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One sign-in: whose, with which token (its hash), and when (the store's clock)."""
+
+    account_id: str
+    token_hash: str  # the account's token hash at sign-in: a rotation ends the session
+    started: float
+
+
+class Sessions:
+    """The signed-in sessions, in memory: a random id each (what the cookie carries).
+
+    A session ends when it is ``end``-ed (sign-out), ``SESSION_MAX_AGE_S`` after it
+    started, or, with ``limit`` sessions kept, when a newer sign-in needs its place (the
+    oldest goes first); all of them end with the process.
+    """
+
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, limit: int = SESSIONS_MAX
+    ) -> None:
+        self._clock = clock
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._by_id: dict[str, Session] = {}  # oldest first: the order they started in
+
+    def _expire(self, now: float) -> None:
+        while self._by_id:
+            oldest = next(iter(self._by_id))
+            if now - self._by_id[oldest].started < SESSION_MAX_AGE_S:
+                return
+            del self._by_id[oldest]
+
+    def start(self, account_id: str, token_hash: str) -> str:
+        """A new session's id: 256 random bits, never one given before."""
+        session_id = secrets.token_urlsafe(32)
+        with self._lock:
+            now = self._clock()
+            self._expire(now)
+            while len(self._by_id) >= self._limit:
+                del self._by_id[next(iter(self._by_id))]
+            self._by_id[session_id] = Session(account_id, token_hash, now)
+        return session_id
+
+    def get(self, session_id: str) -> Session | None:
+        """The session with this id, if it has not ended."""
+        with self._lock:
+            self._expire(self._clock())
+            return self._by_id.get(session_id)
+
+    def end(self, session_id: str) -> None:
+        with self._lock:
+            self._by_id.pop(session_id, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._by_id)
+
+
+#: what a sign-in or sign-out that another site's page sent is told (a 403)
+FOREIGN_FORM = (
+    "Sign-in and sign-out are taken only from this dashboard's own pages; this request "
+    "came from another site's page, so it was not read. Open the dashboard and use its form."
+)
+#: what a token in a sign-in's URL is told (a 400): it is never read
+NOT_FROM_A_URL = (
+    "A token is never taken from a URL, so this one was not read: an address stays in the "
+    "browser's history and in proxies' logs. Sign in with the form; if the token in the "
+    "address was a real one, `healthlog account rotate NAME` replaces it."
+)
+
+
+def from_another_site() -> bool:
+    """Whether the browser says that a page of another origin sent this request.
+
+    ``Sec-Fetch-Site`` when the browser sends it (every current one does): only
+    ``same-origin`` (and ``none``, a request the user typed) are the dashboard's own. A
+    browser without it still sends ``Origin`` with a POST: it must name this host (an
+    opaque ``null`` does not). A request with neither is a script's (curl), not a page's.
+    """
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return False
+    return urlsplit(origin).netloc.lower() != request.host.lower()
+
+
 def create_app(
     journal: Journal, archive: Archive, options: DashboardOptions | None = None
 ) -> Flask:
@@ -135,8 +232,11 @@ def create_app(
         chosen = request.args.get("account")
         return path if not chosen else f"{path}?{urlencode({'account': chosen})}"
 
-    # a random key per process: sessions end with the process, no key to keep or leak
+    # a random key per process: sessions end with the process, no key to keep or leak;
+    # it signs the session's id, so a made-up cookie is refused before any lookup
     signer = URLSafeTimedSerializer(secrets.token_bytes(32), salt="healthlog-dashboard")
+    sessions = Sessions()
+    app.extensions["healthlog"]["sessions"] = sessions
 
     @app.before_request
     def _started() -> Any:
@@ -196,17 +296,43 @@ def create_app(
 
     # --- the account in view --------------------------------------------------------
 
-    def session_account() -> Account | None:
-        raw = request.cookies.get(SESSION_COOKIE)
+    def secure() -> bool:
+        return options.secure_cookies or request.is_secure
+
+    def cookie_name() -> str:
+        # over plain HTTP a browser would drop a __Host- cookie (it must be Secure)
+        return SECURE_SESSION_COOKIE if secure() else SESSION_COOKIE
+
+    def session_id() -> str | None:
+        """The id in this request's session cookie, if the cookie is one we signed."""
+        raw = request.cookies.get(cookie_name())
         if not raw:
             return None
         try:
-            account_id = signer.loads(raw, max_age=SESSION_MAX_AGE_S)
+            found = signer.loads(raw, max_age=SESSION_MAX_AGE_S)
         except BadSignature:
             return None
-        if not isinstance(account_id, str):
+        return found if isinstance(found, str) else None
+
+    def session_account() -> Account | None:
+        """The account of this request's session (read once a request), if it has one."""
+        if "session_account" not in g:
+            g.session_account = _session_account()
+        found: Account | None = g.session_account
+        return found
+
+    def _session_account() -> Account | None:
+        found = session_id()
+        session = None if found is None else sessions.get(found)
+        if found is None or session is None:
             return None
-        return journal.get_account(account_id)
+        # one index lookup: the hash it signed in with still finds its account, or the
+        # token was rotated (or the account removed) and the session ends with it
+        account = journal.account_by_token_hash(session.token_hash)
+        if account is None or account.id != session.account_id:
+            sessions.end(found)
+            return None
+        return account
 
     def allowed(account: Account) -> bool:
         return options.account_name is None or account.name == options.account_name
@@ -240,6 +366,8 @@ def create_app(
 
     @app.get("/sign-in")
     def sign_in_form() -> Any:
+        if "token" in request.args:
+            return _error(400, NOT_FROM_A_URL)
         if not options.require_sign_in:
             return redirect(url_for("overview"))
         return render_template("sign_in.html", page="sign-in", title="Sign in", error=None)
@@ -248,6 +376,12 @@ def create_app(
 
     @app.post("/sign-in")
     def sign_in() -> Any:
+        if "token" in request.args:
+            return _error(400, NOT_FROM_A_URL)
+        # another site's page signing this browser in to an account of its choosing
+        if from_another_site():
+            log.event(logger, logging.WARNING, "dashboard.sign_in_foreign")
+            return _error(403, FOREIGN_FORM)
         if not options.require_sign_in:
             return redirect(url_for("overview"))
         client = request.remote_addr or "-"
@@ -260,7 +394,8 @@ def create_app(
             reply.headers["Retry-After"] = str(wait_s)
             return reply
         token = (request.form.get("token") or "").strip()
-        account = journal.account_by_token_hash(tokens.hash_token(token)) if token else None
+        token_hash = tokens.hash_token(token)
+        account = journal.account_by_token_hash(token_hash) if token else None
         if account is None or not allowed(account):
             failures.add(client)
             log.event(logger, logging.INFO, "dashboard.sign_in_refused", client=client)
@@ -269,28 +404,31 @@ def create_app(
             html = render_template("sign_in.html", page="sign-in", title="Sign in", error=refused)
             return Response(html, status=401, mimetype="text/html")
         failures.clear(client)
+        if (before := session_id()) is not None:
+            sessions.end(before)  # a sign-in over a session ends it: one cookie, one session
         log.event(logger, logging.INFO, "dashboard.signed_in", account_id=account.id)
         response = redirect(url_for("overview"))
         response.set_cookie(
-            SESSION_COOKIE,
-            signer.dumps(account.id),
+            cookie_name(),
+            signer.dumps(sessions.start(account.id, token_hash)),
             max_age=SESSION_MAX_AGE_S,
             httponly=True,
             samesite="Strict",
-            secure=options.secure_cookies or request.is_secure,
-            path="/",
+            secure=secure(),
+            path="/",  # and no Domain: this host only (a __Host- cookie requires both)
         )
         return response
 
     @app.post("/sign-out")
     def sign_out() -> Any:
+        if from_another_site():
+            log.event(logger, logging.WARNING, "dashboard.sign_out_foreign")
+            return _error(403, FOREIGN_FORM)
+        if (found := session_id()) is not None:
+            sessions.end(found)  # the cookie's value is no session from now on
         response = redirect(url_for("sign_in_form") if options.require_sign_in else "/")
         response.delete_cookie(
-            SESSION_COOKIE,
-            path="/",
-            httponly=True,
-            samesite="Strict",
-            secure=options.secure_cookies or request.is_secure,
+            cookie_name(), path="/", httponly=True, samesite="Strict", secure=secure()
         )
         return response
 
