@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import os
-import posixpath
 import stat
 import zipfile
 from collections.abc import Callable, Iterator
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from healthlog import ids, log
-from healthlog.applehealth.files import looks_like_export_xml
+from healthlog.applehealth.files import ExportUnreadable, checked_members, looks_like_export_xml
 from healthlog.archive.keys import EXPORT_XML, EXPORT_ZIP, body_key
 from healthlog.archive.port import Archive, ArchiveWriter
 from healthlog.config import ENV_PREFIX, Settings
@@ -58,9 +57,6 @@ CHUNK = 1024 * 1024
 #: the folder the phone's zip holds the export in; a folder is archived under it too
 ZIP_FOLDER = "apple_health_export"
 EXPORT_FILE = "export.xml"
-_READABLE = frozenset(
-    {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
-)
 
 Kind = Literal["zip", "folder", "xml"]
 Phase = Literal["archive", "fold"]
@@ -202,32 +198,12 @@ def inspect(path: str | Path, *, max_bytes: int) -> Source:
 def _zip(path: Path) -> Source:
     try:
         with zipfile.ZipFile(path) as archive:
-            members = archive.infolist()
+            expanded = checked_members(archive)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise ImportRefused(f"{path.name} is not a readable zip ({type(exc).__name__})") from None
-    for n, info in enumerate(members, 1):
-        if _unsafe(info.filename):
-            raise ImportRefused(
-                f"{path.name}: member {n} has a path that leaves the export (absolute, "
-                "or with '..'); an export the Health app wrote never has one: refused"
-            )
-        if info.flag_bits & 0x1:
-            raise ImportRefused(f"{path.name}: member {n} is encrypted")
-        if info.compress_type not in _READABLE:
-            raise ImportRefused(f"{path.name}: member {n} uses a compression zip cannot read")
-    names = [info.filename for info in members]
-    if not any(posixpath.basename(n) == EXPORT_FILE and n.count("/") <= 1 for n in names):
-        raise ImportRefused(f"{path.name} is a zip, but holds no export.xml")
-    expanded = sum(info.file_size for info in members)
+    except ExportUnreadable as exc:
+        raise ImportRefused(f"{path.name}: {exc}") from None
     return Source(path, "zip", path.stat().st_size, expanded)
-
-
-def _unsafe(name: str) -> bool:
-    """A zip member's path that would leave the export: absolute, a drive, or ``..``."""
-    text = name.replace("\\", "/")
-    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
-        return True
-    return any(part == ".." for part in text.split("/"))
 
 
 def _folder(path: Path) -> Source:

@@ -608,3 +608,30 @@ def test_the_fold_refuses_an_export_over_the_limit_whatever_put_it_in_the_archiv
         "unreadable",
     )
     assert local.journal.summary().points == 0
+
+
+def test_the_fold_runs_the_importers_member_checks_whatever_put_it_in_the_archive(
+    local: Stores, tmp_path: Path
+) -> None:
+    # archived without `healthlog import`'s checks (as a body posted through ingest was)
+    path = export_gen.fixture_zip(
+        tmp_path / "export.zip",
+        *export_gen.minutes(export_gen.T0, 5),
+        members={"apple_health_export/../../outside/evil.txt": b"x"},
+    )
+    size = path.stat().st_size
+    stored = importer.archive_export(
+        importer.Source(path, "zip", size, size),
+        local.journal,
+        local.archive,
+        account_id=local.account.id,
+    )
+    outcome = importer.fold_import(local.journal, local.archive, local.settings, stored.delivery_id)
+    assert outcome is not None and (outcome.klass, outcome.reason) == (
+        OutcomeClass.FAILED,
+        "unreadable",
+    )
+    report = importer.report(local.journal, stored, outcome)
+    assert report.refused is not None and "path that leaves the export" in report.refused
+    assert "evil" not in report.refused
+    assert local.journal.summary().points == 0

@@ -172,6 +172,44 @@ def _doctype_end(head: bytes, start: int) -> int:
     return -1
 
 
+_READABLE = frozenset(
+    {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+)
+
+
+def checked_members(archive: zipfile.ZipFile) -> int:
+    """The checks every member of an export's zip passes, wherever the zip is read (by
+    ``healthlog import`` before it stores it, and by every reading, a fold's included);
+    what its members expand to, in bytes. Raises ``ExportUnreadable`` naming the member
+    by its number (never its name: it is the sender's text) for a path that would leave
+    the export, an encrypted member, or a compression zip cannot read, and for a zip
+    with no ``export.xml``.
+    """
+    members = archive.infolist()
+    for n, info in enumerate(members, 1):
+        if _unsafe(info.filename):
+            raise ExportUnreadable(
+                f"member {n} has a path that leaves the export (absolute, or with '..');"
+                " an export the Health app wrote never has one: refused"
+            )
+        if info.flag_bits & 0x1:
+            raise ExportUnreadable(f"member {n} is encrypted")
+        if info.compress_type not in _READABLE:
+            raise ExportUnreadable(f"member {n} uses a compression zip cannot read")
+    names = [info.filename for info in members]
+    if not any(posixpath.basename(n) == EXPORT_XML and n.count("/") <= 1 for n in names):
+        raise ExportUnreadable("the zip holds no export.xml")
+    return sum(info.file_size for info in members)
+
+
+def _unsafe(name: str) -> bool:
+    """A zip member's path that would leave the export: absolute, a drive, or ``..``."""
+    text = name.replace("\\", "/")
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+        return True
+    return any(part == ".." for part in text.split("/"))
+
+
 def safe_member(root: str, path: str) -> str | None:
     """``path`` (as written in the export, e.g. ``/workout-routes/x.gpx``) inside ``root``.
 
@@ -191,6 +229,8 @@ class Export:
         self._zip: zipfile.ZipFile | None = None
         self._folder: Path | None = None
         self._root = ""  # the folder inside the zip that holds export.xml
+        #: what a zip's members expand to, in bytes (0 for a folder or a bare file)
+        self.expanded = 0
         if path.is_dir():
             self._folder = (
                 path / "apple_health_export" if not (path / EXPORT_XML).exists() else path
@@ -204,7 +244,12 @@ class Export:
                 self._zip = zipfile.ZipFile(path)
             except (zipfile.BadZipFile, OSError) as exc:
                 raise ExportUnreadable("the file is not a readable zip") from exc
-            self._root = self._find_root(self._zip)
+            try:
+                self.expanded = checked_members(self._zip)
+                self._root = self._find_root(self._zip)
+            except ExportUnreadable:
+                self._zip.close()
+                raise
         elif looks_like_export_xml(path):
             self._folder = path.parent
             self._xml_name = path.name

@@ -233,12 +233,11 @@ class StepFold:
 
         with self._archive.local_file(self._delivery.archive_key) as path:
             try:
-                reading: ExportReading | AsideReading = read_export(
-                    path, batch_points=self._step_points, resume=self.position
-                )
-                if reading.xml_size > self._max_expanded:
-                    reading.close()
-                    raise UnreadableBody("the export's export.xml is over the import limit")
+                opened = read_export(path, batch_points=self._step_points, resume=self.position)
+                if max(opened.xml_size, opened.export.expanded) > self._max_expanded:
+                    opened.close()
+                    raise ExportUnreadable("the export expands to more than the import limit")
+                reading: ExportReading | AsideReading = opened
                 if reading.xml_size >= self._aside_bytes:
                     # large: parsed in a process of its own while this one writes
                     reading.close()
