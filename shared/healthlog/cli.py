@@ -1074,8 +1074,8 @@ def export(
         account_id = None if found is None else found.id
         start_from, start_to = _range(journal, found, start, end).bounds()
         try:
-            if section is not None:
-                names.check_section(journal, account_id, section)
+            if section is not None and not names.check_section(journal, account_id, section):
+                click.echo(f"healthlog: no {section} records yet: the export is empty", err=True)
             if metric is not None:
                 names.check_metric(journal, account_id, metric)
         except UnknownName as exc:

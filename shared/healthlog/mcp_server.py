@@ -28,8 +28,6 @@ from datetime import UTC, datetime, tzinfo
 from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
-from pydantic import Field, ValidationError
-from pydantic_core import ErrorDetails
 
 from healthlog import coverage_report, log, ranges, reads, sql_guard
 from healthlog.clock import UnknownZone, from_text, zone_named
@@ -38,10 +36,12 @@ from healthlog.errors import HealthlogError, needs_extra
 from healthlog.journal import migrate
 from healthlog.journal.port import Journal
 
-try:
+try:  # the extra's parts: pydantic and pydantic_core come with mcp
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+    from pydantic import Field, ValidationError
+    from pydantic_core import ErrorDetails
 except ImportError:  # the tools' annotations need them at import
     raise HealthlogError(needs_extra("healthlog mcp", "mcp")) from None
 

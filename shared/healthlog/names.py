@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from healthlog.hae import sections as hae_sections
+from healthlog.hae import workouts
 from healthlog.journal.port import Journal
 from healthlog.model import Account
 from healthlog.reads import Reads, UnknownName, unknown_name
@@ -98,10 +100,22 @@ def check_metric(journal: Journal, account_id: str | None, metric: str) -> None:
         raise UnknownName(unknown_name("metric", metric, sorted(names)) + _LISTED)
 
 
-def check_section(journal: Journal, account_id: str | None, section: str) -> None:
-    """UnknownName, naming the nearest, unless an account (or the one) has ``section``."""
+#: every section a delivery or an import folds records into: HAE's event sections, its
+#: workouts and HRV beats, and the Health export's own food and activity rings
+KNOWN_SECTIONS = frozenset(
+    {*hae_sections.SPECS, workouts.SPEC.section, "heartbeatSeries", "food", "activitySummary"}
+)
+
+
+def check_section(journal: Journal, account_id: str | None, section: str) -> bool:
+    """Whether an account (or the one) has ``section``: False for a section healthlog
+    folds that none holds yet (a script asking for it gets an empty answer); UnknownName,
+    naming the nearest, for a name that is no section at all."""
     names: set[str] = set()
     for account in _accounts(journal, account_id):
         names.update(Reads(journal, account).sections())
-    if section not in names:
-        raise UnknownName(unknown_name("section", section, sorted(names)) + _LISTED)
+    if section in names:
+        return True
+    if section in KNOWN_SECTIONS:
+        return False
+    raise UnknownName(unknown_name("section", section, sorted(names)) + _LISTED)

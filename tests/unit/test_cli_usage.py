@@ -236,6 +236,16 @@ def test_an_unknown_metric_or_section_names_the_nearest(folded: Phone) -> None:
     assert ok("export", "--section", "workouts", "--format", "jsonl").count("\n") == 1
 
 
+@pytest.mark.parametrize(("fmt", "written"), [("jsonl", ""), ("csv", "account_id,section,")])
+def test_a_known_section_with_no_records_yet_exports_empty(
+    folded: Phone, fmt: str, written: str
+) -> None:
+    result = invoke("export", "--section", "medications", "--format", fmt)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(written) and result.stdout.count("\n") <= 1
+    assert "no medications records yet" in result.stderr
+
+
 @pytest.mark.parametrize("name", ["", " bob", "bob ", "a\x1bb", "x" * 65, "tab\there"])
 def test_account_names_are_checked(env: Path, name: str) -> None:
     usage_error(invoke("account", "add", name), "'NAME'")
@@ -472,3 +482,17 @@ def test_export_to_a_terminal_escapes_what_a_phone_posted(folded: Phone) -> None
     assert "\x1b" not in shown and "\u202e" not in shown
     piped = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
     assert evil in piped.stdout  # a file or a pipe keeps the data as it is
+
+
+def test_mcp_without_its_extra_names_it_in_one_line(tmp_path: Path) -> None:
+    # the extra's pydantic made unimportable, as in an install without healthlog[mcp]
+    blocked = tmp_path / "blocked" / "pydantic"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('not installed (the test)')\n")
+    done = subprocess.run(
+        [str(BIN / "healthlog"), "mcp", "--account", "alice"],
+        env={**os.environ, "PYTHONPATH": str(blocked.parent)},
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "healthlog: healthlog mcp needs the extra: pip install 'healthlog[mcp]'\n"
