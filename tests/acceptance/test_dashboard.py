@@ -4,8 +4,11 @@ Headless Chromium (tests/browser.py) opens every page and checks: no console err
 CSP violation is one), no request to any host but the dashboard's, the metric chart
 draws the folded values and re-fetches a finer resolution on zoom, the coverage
 calendar marks the gap left in the data, and with sign-in required account A's token
-shows none of account B's data while the API answers 401 without the cookie. A
-screenshot of each page is written under the test's tmp_path.
+shows none of account B's data while the API answers 401 without the cookie. Sessions
+end: a cookie replayed after sign-out or a token rotation is a 401, and another site's
+page can neither sign the browser in nor out. A unit or source holding plotly's markup
+is drawn as text, with no link in any chart. A screenshot of each page is written under
+the test's tmp_path.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 import requests
@@ -616,3 +619,156 @@ def test_another_sites_form_cannot_sign_in_or_out(driver: Any, data: tuple[Folde
     assert log.count("dashboard.sign_in_foreign") == 2, log
     assert log.count("dashboard.sign_out_foreign") == 2, log
     assert folded.bob.token not in log
+
+
+# --- data is text everywhere --------------------------------------------------------------
+
+#: a name a body may carry that plotly's pseudo-HTML would draw as a link leaving the machine
+PAYLOAD = '<a href="http://example.invalid/">Session expired: click to sign in again</a>'
+#: plotly's hovertemplate would fill in a %{y} of a name written into the template
+UNIT = PAYLOAD + " %{y} 100%"
+SOURCE = PAYLOAD + " %{x} & <b>co</b> &lt;i&gt;"  # an entity in a name is shown as written
+METRIC = "<a href='http://example.invalid/'>click</a> & %{y}"
+HOSTILE_WORKOUT = "0A1B2C3D-0000-4000-8000-00000000BAD0"
+
+
+def hostile_build(where: Path) -> None:
+    """An account whose every unit, source and one metric's name is markup for plotly."""
+    from healthlog import tokens
+    from healthlog.fold.pass_ import FoldPass
+    from healthlog.fold.player import Player
+
+    from tests.conftest import Phone, metrics_body
+
+    journal = SqliteJournal(str(where / "journal.db"))
+    journal.migrate()
+    try:
+        token = tokens.new_token()
+        account = journal.add_account("alice", tokens.hash_token(token))
+        archive = LocalArchive(where / "archive")
+        phone = Phone(journal, archive, account, token)
+        days = [f"2026-03-0{d}" for d in range(1, 4)]
+        points: list[dict[str, object]] = [
+            {"date": f"{d} 08:00:00 +0100", "qty": 40 + n, "source": SOURCE}
+            for n, d in enumerate(days)
+        ]
+        metrics = [(name, UNIT, points) for name in ("step_count", "resting_heart_rate", METRIC)]
+        phone.send(metrics_body(*metrics))
+        sleep: list[dict[str, object]] = [
+            {
+                "startDate": f"{d} 23:00:00 +0100",
+                "endDate": f"{d} 23:59:00 +0100",
+                "qty": 1.0,
+                "value": "Deep",
+                "source": SOURCE,
+            }
+            for d in days
+        ]
+        phone.send(metrics_body(("sleep_analysis", "hr", sleep)))
+        heart = [
+            {
+                "date": f"2026-03-01 09:0{i}:00 +0100",
+                "Min": 100,
+                "Avg": 110 + i,
+                "Max": 120,
+                "units": UNIT,
+                "source": SOURCE,
+            }
+            for i in range(3)
+        ]
+        workout = {
+            "id": HOSTILE_WORKOUT,
+            "name": PAYLOAD,
+            "source": SOURCE,
+            "start": "2026-03-01 09:00:00 +0100",
+            "end": "2026-03-01 09:10:00 +0100",
+            "heartRateData": heart,
+        }
+        phone.send({"data": {"workouts": [workout]}})
+        volts = [
+            {"date": 1773309600 + i / 512, "voltage": float(i % 7), "units": UNIT}
+            for i in range(64)
+        ]
+        ecg = {
+            "start": "2026-03-12 10:00:00 +0000",
+            "end": "2026-03-12 10:00:30 +0000",
+            "classification": PAYLOAD,
+            "source": SOURCE,
+            "voltageMeasurements": volts,
+        }
+        phone.send({"data": {"ecg": [ecg]}})
+        FoldPass(journal, Player(journal, archive)).pass_once()
+    finally:
+        journal.close()
+
+
+#: each chart page of the hostile data (one chart each), and what it must show as written
+HOSTILE_PAGES = (
+    ("/metrics/step_count", (UNIT,)),  # by day: a bar's hover, the axis title
+    ("/metrics/step_count?resolution=raw", (UNIT, SOURCE)),
+    ("/metrics/resting_heart_rate", (UNIT,)),  # by day: the average and its band
+    ("/metrics/resting_heart_rate?resolution=raw", (UNIT, SOURCE)),
+    ("/metrics/" + quote(METRIC, safe="") + "?resolution=raw", (UNIT, SOURCE)),
+    ("/sleep", (SOURCE,)),
+    (f"/workouts/{HOSTILE_WORKOUT}", (UNIT, SOURCE)),
+    ("/records?section=ecg", (UNIT,)),
+)
+
+#: every plot's text and links, with each trace's first point hovered in turn
+HOVER_EACH = """
+const plots = [...document.querySelectorAll('.js-plotly-plot')];
+return plots.map((plot) => {
+  const hovers = [];
+  plot.data.forEach((trace, i) => {
+    if (trace.hoverinfo === 'skip') return;
+    Plotly.Fx.hover(plot, [{curveNumber: i, pointNumber: 0}]);
+    const layer = plot.querySelector('.hoverlayer');
+    hovers.push({text: layer.textContent, links: layer.querySelectorAll('a').length});
+    Plotly.Fx.unhover(plot);
+  });
+  return {text: plot.textContent, links: plot.querySelectorAll('a').length,
+          ytitle: (plot.querySelector('.ytitle') || {}).textContent, hovers};
+});
+"""
+
+
+def test_names_from_a_body_are_drawn_as_text_never_as_a_link(
+    driver: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A unit, source, workout or metric name holding plotly's markup (an <a href> off the
+    machine, a <b>) or a hovertemplate's %{y}: every chart draws it as written, in its
+    axis title and its hover label, and no chart holds a link."""
+    folder = tmp_path_factory.mktemp("dashboard-hostile")
+    hostile_build(folder)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with browser.dashboard(folder, port, "--account", "alice"):
+        for path, literals in HOSTILE_PAGES:
+            assert visit(driver, url, path, None, "") == "yes", path
+            browser.wait_until(  # the ECG's chart is drawn from a timer
+                driver,
+                lambda d: d.find_elements("css selector", ".js-plotly-plot"),
+                30,
+                f"{path}: its chart was not drawn",
+            )
+            found = driver.execute_script(HOVER_EACH)
+            assert len(found) == 1, path
+            for plot in found:
+                assert plot["links"] == 0, (path, plot["text"])
+                hovers = [h for h in plot["hovers"] if h["text"]]
+                assert hovers, f"{path}: no hover label"
+                assert all(h["links"] == 0 for h in hovers), (path, hovers)
+                said = " ".join(h["text"] for h in hovers)
+                for literal in literals:
+                    assert literal in said, (path, literal, said)
+                if UNIT in literals:
+                    assert plot["ytitle"] == UNIT, (path, plot["ytitle"])
+            links = driver.execute_script(
+                "return [...document.querySelectorAll('a')].map(a => a.href)"
+                ".filter(h => h.includes('example.invalid'))"
+            )
+            assert not links, (path, links)
+        visit(driver, url, f"/workouts/{HOSTILE_WORKOUT}", None, "")
+        assert driver.find_element("id", "title").text == PAYLOAD
+        visit(driver, url, "/metrics/" + quote(METRIC, safe=""), None, "")
+        assert driver.find_element("id", "title").text.startswith(METRIC + " · qty (")

@@ -112,6 +112,18 @@ const HL = (() => {
     return el("span", { class: "status " + value, text: value });
   }
 
+  // a string that came from a body or an export (a unit, a source, a name) as plotly must
+  // be given it, to draw it as text. plotly reads its titles, hover labels, legends and
+  // annotations as a little HTML (an <a href> there is a real link off the machine, a <b>
+  // is bold) and fills a %{...} in a hovertemplate with a value; its entities it shows as
+  // written. Every data string a chart draws goes through this, in the hovertemplate
+  // itself as in customdata, axis titles and trace names.
+  const plotEntities = Object.freeze({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "%": "&#37;" });
+  function plotText(value) {
+    if (value === null || value === undefined) return "";
+    return String(value).replace(/[&<>%]/g, (c) => plotEntities[c]);
+  }
+
   // every chart's config (a test checks each plot has it): no plotly logo (a link to
   // plotly.com), no "Share chart..." button (it posts the chart's data to plotly's cloud),
   // and no cloud address for anything to send to; the PNG download stays on this machine
@@ -190,5 +202,5 @@ const HL = (() => {
   }
 
   return { api, el, table, content, say, fail, data, number, bytes, age, when, status, link,
-           start, plotConfig, plotLayout };
+           start, plotConfig, plotLayout, plotText };
 })();

@@ -72,8 +72,9 @@ HL.start(async () => {
     const s = Object.assign({}, series, { samples: withBreaks(series) });
     const label = state.source || (s.resolution === "raw" ? null : "all sources");
     const x = s.samples.map((p) => p.t);
-    const sources = s.samples.map((p) => p.source || label || "");
-    const unit = s.unit;
+    // data strings, as text for plotly (HL.plotText): the hover's source and unit
+    const sources = s.samples.map((p) => HL.plotText(p.source || label || ""));
+    const unit = HL.plotText(s.unit);
     if (s.kind === "cumulative") {
       return [{
         type: "bar", name: "sum", x, y: s.samples.map((p) => p.value), customdata: sources,
@@ -127,7 +128,7 @@ HL.start(async () => {
     chart.dataset.count = String(s.samples.length);
     const layout = Object.assign({}, HL.plotLayout, {
       xaxis: { type: "date", title: { text: "phone's local time" } },
-      yaxis: { title: { text: s.unit }, rangemode: s.kind === "cumulative" ? "tozero" : "normal" },
+      yaxis: { title: { text: HL.plotText(s.unit) }, rangemode: s.kind === "cumulative" ? "tozero" : "normal" },
       showlegend: s.kind !== "cumulative", legend: { orientation: "h", y: 1.08 },
       bargap: 0.15, uirevision: "keep",
     });

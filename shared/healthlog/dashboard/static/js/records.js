@@ -33,13 +33,14 @@ HL.start(async () => {
         parts.push(el("h2", { text: `ECG ${HL.when(r.start)} · ${r.name || ""}` }), box);
         const v = r.series.voltage;
         const t0 = Date.parse(v[0].t);
+        const unit = HL.plotText(v[0].unit || "mcV");  // text, not plotly's markup
         setTimeout(() => Plotly.newPlot(box, [{
           type: "scatter", mode: "lines", name: "voltage",
           x: v.map((p) => (Date.parse(p.t) - t0) / 1000), y: v.map((p) => p.qty),
           line: { color: "#c93c3c", width: 1 },
-          hovertemplate: `%{x:.3f} s<br><b>%{y} ${v[0].unit || "mcV"}</b><extra></extra>`,
+          hovertemplate: `%{x:.3f} s<br><b>%{y} ${unit}</b><extra></extra>`,
         }], Object.assign({}, HL.plotLayout, { xaxis: { title: { text: "seconds" } },
-            yaxis: { title: { text: v[0].unit || "mcV" } } }), HL.plotConfig), 0);
+            yaxis: { title: { text: unit } } }), HL.plotConfig), 0);
       }
     }
     list.replaceChildren(...parts);

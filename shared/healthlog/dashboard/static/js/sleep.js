@@ -20,7 +20,7 @@ HL.start(async () => {
     [1, ...stages.map((_, i) => i + 2)]));
   const traces = stages.filter((s) => s !== "in_bed").map((s) => ({
     type: "bar", name: s, x: nights.map((n) => n.night), y: nights.map((n) => n.stages[s] || 0),
-    marker: { color: colours[s] }, customdata: nights.map((n) => n.source),
+    marker: { color: colours[s] }, customdata: nights.map((n) => HL.plotText(n.source)),
     hovertemplate: `%{x}<br>${s}: <b>%{y:.2f} h</b><br>%{customdata}<extra></extra>`,
   }));
   await Plotly.newPlot(chart, traces, Object.assign({}, HL.plotLayout, {

@@ -28,13 +28,13 @@ HL.start(async () => {
     el("div", {}, el("h2", { text: "Heart rate" }), hr),
     el("div", {}, el("h2", { text: "Route" }), route)));
   if (w.heart_rate.length) {
-    const unit = w.heart_rate[0].unit || "count/min";
+    const unit = HL.plotText(w.heart_rate[0].unit || "count/min");  // text, not plotly's markup
     await Plotly.newPlot(hr, [{
       // a lone reading is a marker: a line of one point draws nothing
       type: "scatter", mode: w.heart_rate.length > 1 ? "lines" : "markers", name: "heart rate",
       x: w.heart_rate.map((p) => p.t),
       y: w.heart_rate.map((p) => p.qty), line: { color: "#c93c3c" },
-      hovertemplate: `%{x}<br><b>%{y} ${unit}</b><br>${w.source || ""}<extra></extra>`,
+      hovertemplate: `%{x}<br><b>%{y} ${unit}</b><br>${HL.plotText(w.source)}<extra></extra>`,
     }], Object.assign({}, HL.plotLayout, { xaxis: { type: "date" }, yaxis: { title: { text: unit } } }),
     HL.plotConfig);
   } else {
