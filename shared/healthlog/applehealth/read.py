@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 from lxml import etree
 
-from healthlog.applehealth import series, types
+from healthlog.applehealth import ios8, series, types
 from healthlog.applehealth.files import Export, ExportUnreadable, safe_member
 from healthlog.hae import dates, metrics, records, sections, units
 from healthlog.hae.records import Found, Spec
@@ -193,6 +193,9 @@ class _Node:
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.attrib.get(key, default)
 
+    def add_child(self, tag: str, attrib: dict[str, str]) -> None:
+        self.children.append(_Node(tag, attrib))
+
     def __len__(self) -> int:
         return len(self.children)
 
@@ -224,6 +227,8 @@ class _Target(series.RefusesDoctype):
         self._depth = 0
         self._stack: list[_Node] = []
         self._skip = False
+        #: spelled as iOS 8 exports are (``ios8``): decided by the first element with a time
+        self._ios8: bool | None = None
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         depth = self._depth = self._depth + 1
@@ -233,12 +238,19 @@ class _Target(series.RefusesDoctype):
             if self._skip:
                 return
             _ampersands(attrib)
-            self._stack.append(_Node(tag, attrib))
+            node = _Node(tag, attrib)
+            if self._ios8 is None:
+                self._ios8 = ios8.compact(tag, attrib)
+            if self._ios8:
+                ios8.respell(node)
+            self._stack.append(node)
         elif depth > 2:
             if self._skip:
                 return
             _ampersands(attrib)
             node = _Node(tag, attrib)
+            if self._ios8:
+                ios8.respell(node)
             self._stack[-1].children.append(node)
             self._stack.append(node)
         else:
@@ -263,7 +275,12 @@ class _Target(series.RefusesDoctype):
             kind = element.attrib.get("type")
             if kind in _CORRELATED:
                 reading.top_level.add(_correlated_key(element))
-            if _DIRECT and kind in _DIRECT_KINDS and not (kind == _HRV and element.children):
+            if (
+                _DIRECT
+                and kind in _DIRECT_KINDS
+                and not (kind == _HRV and element.children)
+                and not (self._ios8 and "min" in element.attrib)  # a day's statistics
+            ):
                 reading.read[tag] += 1
                 try:
                     reading._direct(kind, element, pending)
@@ -407,7 +424,12 @@ class ExportReading:
         self.read[tag] += 1
         if tag == "Record":
             kind = element.get("type")
-            if _DIRECT and kind in _DIRECT_KINDS and not (kind == _HRV and len(element)):
+            if (
+                _DIRECT
+                and kind in _DIRECT_KINDS
+                and not (kind == _HRV and len(element))
+                and "min" not in element.attrib  # an iOS 8 day's statistics (``ios8``)
+            ):
                 try:
                     self._direct(kind, element, pending)
                 except ValueError:  # a value, a time or a source that cannot be read
@@ -475,8 +497,14 @@ class ExportReading:
         meta = _metadata(element)
         weight = 1
         if metric == "heart_rate":
-            # a raw sample is HAE's un-aggregated (per-second) point: Min = Avg = Max
-            point.update(Min=value, Avg=value, Max=value)
+            # a raw sample is HAE's un-aggregated (per-second) point: Min = Avg = Max; an
+            # iOS 8 export's day of statistics has its own min and max (``ios8``)
+            low, high = element.get("min"), element.get("max")
+            point.update(
+                Min=value if low is None else _finite(low),
+                Avg=value,
+                Max=value if high is None else _finite(high),
+            )
             context = _MOTION_CONTEXTS.get(meta.get("HKMetadataKeyHeartRateMotionContext", ""))
             if context is not None:
                 point["context"] = context
