@@ -1134,7 +1134,7 @@ def plot(
     """
     from healthlog import names, store
     from healthlog import plot as plotting
-    from healthlog.reads import Reads, Resolution, UnknownName
+    from healthlog.reads import Reads, Resolution, TooHeavy, UnknownName
 
     try:
         plotting.require_matplotlib()  # before anything is read
@@ -1163,6 +1163,8 @@ def plot(
             )
         except UnknownName as exc:  # the metric is known: its field is not
             raise _bad_name("--field", exc) from None
+        except TooHeavy as exc:
+            raise click.BadParameter(str(exc), param_hint="'--resolution'") from None
         except plotting.NothingToPlot as exc:
             click.echo(f"healthlog: {exc}", err=True)
             return 1

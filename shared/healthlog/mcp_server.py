@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 
-from healthlog import coverage_report, log, ranges, reads, sql_guard
+from healthlog import coverage_report, heavy, log, ranges, reads, sql_guard
 from healthlog.clock import UnknownZone, from_text, zone_named
 from healthlog.config import Settings
 from healthlog.errors import HealthlogError, needs_extra
@@ -276,9 +276,14 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
     account = r.account
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
-    def answer(work: Callable[[], dict[str, Any]]) -> CallToolResult:
+    gate = heavy.Gate()
+
+    def answer(work: Callable[[], dict[str, Any]], *, weighty: bool = False) -> CallToolResult:
+        """``work``'s answer as the tool's result; ``weighty``: a read whose cost grows
+        with the data (a series, days, coverage, SQL), one of ``heavy.SLOTS`` at a time."""
         try:
-            data = work()
+            with gate.slot() if weighty else contextlib.nullcontext():
+                data = work()
         except HealthlogError as exc:  # the messages of these name no value of the data
             raise ToolError(str(exc)) from None
         except Exception as exc:
@@ -417,7 +422,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             out["truncated"] = False
             return out
 
-        return answer(work)
+        return answer(work, weighty=True)
 
     @server.tool(annotations=read_only)
     def daily_summary(
@@ -450,7 +455,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             shown, cut = _cut(days, top, "narrow the range (start, end)")
             return {"metrics": units, "days": shown, **cut}
 
-        return answer(work)
+        return answer(work, weighty=True)
 
     @server.tool(annotations=read_only)
     def sleep_nights(
@@ -644,7 +649,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
                 "days_are": "the phone's local days",
             }
 
-        return answer(work)
+        return answer(work, weighty=True)
 
     sql_description = (
         f"Guarded read-only SQL ({guard.dialect}) for what the other tools cannot answer: "
@@ -683,7 +688,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
                 )
             return out
 
-        return answer(work)
+        return answer(work, weighty=True)
 
     return server
 

@@ -127,6 +127,8 @@ WIDTHS = (
 )
 
 
+#: the resolutions finer than a day
+_SUB_DAY = frozenset({Resolution.MINUTE, Resolution.HOUR})
 #: the resolutions read from the days the fold keeps summed (point_day_sums)
 _BY_DAYS = frozenset({Resolution.DAY, Resolution.WEEK, Resolution.MONTH})
 
@@ -141,6 +143,11 @@ class UnknownName(HealthlogError):
 
 class NotFound(HealthlogError):
     """No such workout, record or delivery."""
+
+
+class TooHeavy(HealthlogError):
+    """A read whose cost, known before it starts, is over its bound; the message says what
+    to ask for instead (a coarser resolution, a narrower range)."""
 
 
 # --- values ---------------------------------------------------------------------------------
@@ -374,6 +381,24 @@ def auto_resolution(
     return Resolution.MONTH
 
 
+def _span(info: MetricInfo, start: Moment | None, end: Moment | None) -> timedelta:
+    """The time ``info``'s field has data over within [start, end), from the catalog."""
+    first, last = from_text(info.first), from_text(info.last) + timedelta(minutes=1)
+    low, high = _as_datetime(start), _as_datetime(end)
+    if low is not None:  # a wall-clock bound read as UTC: hours off at most
+        first = max(first, low)
+    if high is not None:
+        last = min(last, high)
+    return max(timedelta(0), last - first)
+
+
+def bucket_count(span: timedelta, resolution: Resolution) -> int:
+    """How many buckets of ``resolution`` a series over ``span`` has at most (a month as
+    28 days, so never fewer than there are)."""
+    width = timedelta(days=28) if resolution is Resolution.MONTH else dict(WIDTHS)[resolution]
+    return math.ceil(span / width)
+
+
 def resolution_for(
     info: MetricInfo,
     start: Moment | None = None,
@@ -538,8 +563,58 @@ class Reads:
             info = self.range_field(
                 metric, field, start=start, end=end, source=source, catalog=catalog
             )
+        if resolution is not None and resolution is not Resolution.RAW:
+            self._within_bound(info, start, end, resolution, limit)
         found = self._series(info, start, end, resolution, source, limit, catalog)
         return self._with_band(found, start, end, source, limit, catalog)
+
+    def _within_bound(
+        self,
+        info: MetricInfo,
+        start: Moment | None,
+        end: Moment | None,
+        resolution: Resolution,
+        limit: int,
+    ) -> None:
+        """TooHeavy, before any read, for a series of more buckets than ``limit``.
+
+        The buckets a series can have are bounded by the span of its data in the range
+        (the catalog's extent); where that bound is over ``limit``, by the days of the
+        phone's clock that have data and their points (one row a day, kept by the fold):
+        no more buckets than points, and no more than a day holds on each of those days.
+        So minute buckets over a year of minute data are refused at once, and over a
+        month of three days of data they are read.
+        """
+        span = _span(info, start, end)
+        if bucket_count(span, resolution) <= limit:
+            return
+        day_from, day_to = _day_span(_bound(start), _bound(end))
+        days = [
+            points
+            for metric, _, points in self.journal.metric_days(
+                account_id=self.account.id, metric=info.metric, day_from=day_from, day_to=day_to
+            )
+            if metric == info.metric
+        ]
+
+        def most(r: Resolution) -> int:
+            within_days = (
+                len(days) * bucket_count(timedelta(days=1), r) if r in _SUB_DAY else len(days)
+            )
+            return min(bucket_count(span, r), within_days, sum(days))
+
+        count = most(resolution)
+        if count <= limit:
+            return
+        order = [r for r, _ in WIDTHS] + [Resolution.MONTH]
+        fits = [r for r in order[order.index(resolution) + 1 :] if most(r) <= limit]
+        instead = (
+            f"use {fits[0].value} or coarser, or narrow the range" if fits else "narrow the range"
+        )
+        raise TooHeavy(
+            f"resolution {resolution.value} gives up to {count} buckets over this range, more"
+            f" than {limit} buckets in one read: {instead}"
+        )
 
     def _with_band(
         self,

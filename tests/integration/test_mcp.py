@@ -340,7 +340,7 @@ def test_limits_cut_and_say_so(sqlite_sample: Sample) -> None:
         too_fine = await s.error(
             "metric_series", metric="step_count", resolution="minute", limit=20
         )
-        assert "more than 20 buckets" in too_fine and "hour" in too_fine
+        assert "more than 20 buckets" in too_fine and "use day or coarser" in too_fine
 
     session(sqlite_sample, work)
 

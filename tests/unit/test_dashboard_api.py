@@ -517,7 +517,7 @@ def test_a_request_another_site_starts_is_refused_and_daily_is_capped(
 ) -> None:
     """A page of another site (an <img> at /api/series) gets a 403 unread; the
     dashboard's own pages (same-origin) and scripts (no marker) are served."""
-    url = "/api/series?metric=step_count&resolution=minute"
+    url = "/api/series?metric=step_count&resolution=minute&start=2026-03-02&end=2026-03-03"
     for site in ("cross-site", "same-site"):
         reply = alice.get(url, headers={"Sec-Fetch-Site": site})
         assert reply.status_code == 403, site

@@ -25,6 +25,7 @@ from healthlog.reads import (
     NotFound,
     Reads,
     Resolution,
+    TooHeavy,
     UnknownName,
     auto_resolution,
     find_gaps,
@@ -265,9 +266,9 @@ def test_a_series_at_its_limit_says_it_is_truncated(read: Reads) -> None:
     assert [s.t[:16] for s in cut.samples] == [
         "2026-03-02T00:30", "2026-03-02T08:00", "2026-03-02T08:00",
     ]  # fmt: skip
-    hours = read.series("step_count", resolution=Resolution.HOUR, limit=2)
-    assert len(hours.samples) == 2 and hours.truncated
-    assert hours.as_dict()["truncated"] is True
+    # buckets over the limit are not cut but refused, before the read (test_read_cost.py)
+    with pytest.raises(TooHeavy, match=r"up to 7 buckets over this range, .*: use month"):
+        read.series("step_count", resolution=Resolution.HOUR, limit=2)
 
 
 def test_auto_resolution_is_the_finest_under_the_bucket_cap() -> None:

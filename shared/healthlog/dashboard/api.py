@@ -8,7 +8,8 @@ clock of each sample (docs/time.md), on every endpoint alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +34,17 @@ SECTIONS = {
     "heartRateNotifications": "Heart-rate notifications",
     "heartbeatSeries": "Heartbeat series",
 }
+
+
+def _heavy(view: Callable[[], Any]) -> Callable[[], Any]:
+    """A read whose cost grows with the data: one of ``heavy.SLOTS`` at a time, else 503."""
+
+    @functools.wraps(view)
+    def in_a_slot() -> Any:
+        with current_app.extensions["healthlog"]["heavy"].slot():
+            return view()
+
+    return in_a_slot
 
 
 def _reads() -> reads.Reads:
@@ -151,6 +163,7 @@ def catalog() -> Any:
 
 
 @api.get("/series")
+@_heavy
 def series() -> Any:
     """One metric field over [start, end) at a resolution (default: chosen from the range)."""
     metric = request.args.get("metric")
@@ -193,6 +206,7 @@ DAILY_METRICS = 12
 
 
 @api.get("/daily")
+@_heavy
 def daily() -> Any:
     """A day a row for the metrics named (``metric`` repeated): each day's sum or average."""
     metrics = request.args.getlist("metric")
@@ -214,6 +228,7 @@ def resend_advice(metric: str, first: str, last: str) -> str:
 
 
 @api.get("/coverage")
+@_heavy
 def coverage() -> Any:
     """Per metric: points per local day, the gaps (with what to re-send), the late points."""
     found = _reads().coverage(metric=request.args.get("metric") or None, **_range())

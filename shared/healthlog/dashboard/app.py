@@ -33,7 +33,7 @@ from flask import Flask, Response, g, redirect, render_template, request, url_fo
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from werkzeug.exceptions import HTTPException
 
-from healthlog import log, overlap, reads, tokens
+from healthlog import heavy, log, overlap, reads, tokens
 from healthlog.archive.port import Archive
 from healthlog.errors import PLOTLY_MISSING, plotly_missing
 from healthlog.journal.port import Journal
@@ -65,6 +65,8 @@ class DashboardOptions:
     secure_cookies: bool = False  # Secure cookies even over plain HTTP (behind a TLS proxy)
     # which source counts first where samples overlap (HEALTHLOG_SOURCE_PRIORITY)
     priority: overlap.SourcePriority = overlap.DEFAULT
+    # heavy reads (series, days, coverage) at once; beyond, a 503 (healthlog.heavy)
+    heavy_reads: int = heavy.SLOTS
 
 
 #: the pages that draw charts, and so load plotly.js
@@ -223,7 +225,12 @@ def create_app(
     )
     app.config["PROPAGATE_EXCEPTIONS"] = False
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # the sign-in form is all that is posted
-    app.extensions["healthlog"] = {"journal": journal, "archive": archive, "options": options}
+    app.extensions["healthlog"] = {
+        "journal": journal,
+        "archive": archive,
+        "options": options,
+        "heavy": heavy.Gate(options.heavy_reads),
+    }
 
     @app.template_global()
     def in_view(path: str) -> str:
@@ -278,6 +285,16 @@ def create_app(
     @app.errorhandler(DashboardError)
     def _dashboard_error(exc: DashboardError) -> Any:
         return _error(exc.status, exc.message)
+
+    @app.errorhandler(reads.TooHeavy)
+    def _too_heavy(exc: reads.TooHeavy) -> Any:
+        return _error(400, str(exc))
+
+    @app.errorhandler(heavy.Busy)
+    def _busy(exc: heavy.Busy) -> Any:
+        response = app.make_response(_error(503, str(exc)))
+        response.headers["Retry-After"] = str(heavy.RETRY_AFTER_S)
+        return response
 
     @app.errorhandler(reads.UnknownName)
     @app.errorhandler(reads.NotFound)
