@@ -14,29 +14,23 @@ PostgreSQL.
 from __future__ import annotations
 
 import json
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from click.testing import CliRunner
-from healthlog import cli, plot, ranges, tokens
+from healthlog import cli, plot, ranges
 from healthlog.archive.local import LocalArchive
 from healthlog.dashboard import DashboardOptions, create_app
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
-from healthlog.journal.port import Journal
-from healthlog.journal.postgres import PostgresJournal
-from healthlog.journal.sqlite import SqliteJournal
 from healthlog.reads import Reads, Resolution
-from mcp import Client, StdioServerParameters
 
-from tests import pg
 from tests.conftest import Phone, metrics_body
+from tests.integration.asking import Ask, alices_journal, ask_mcp, open_journal, same, sql_days
 from tests.integration.test_mcp import stack_env
 
 SOURCE = "Alice’s Watch"
@@ -86,18 +80,6 @@ def instant(text: str) -> datetime:
     if "T" in text:
         return datetime.fromisoformat(text)
     return datetime.strptime(text, "%Y-%m-%d %H:%M:%S %z")
-
-
-def same(said: Any, want: Any) -> bool:
-    if isinstance(want, dict):
-        return (
-            isinstance(said, dict)
-            and said.keys() == want.keys()
-            and all(same(said[k], want[k]) for k in want)
-        )
-    if isinstance(want, float):
-        return isinstance(said, int | float) and said == pytest.approx(want)
-    return bool(said == want)
 
 
 def expected(day: str, start: str, end: str) -> dict[str, Any]:
@@ -179,37 +161,13 @@ def store(
 ) -> Iterator[tuple[str, Path]]:
     """A journal URL and the archive folder: alice's traveller data, folded."""
     where = tmp_path_factory.mktemp("one-day")
-    with pg.fresh_database() if request.param == "postgres" else _nothing() as url:
-        journal: Journal
-        if url is None:
-            url = f"sqlite:///{where / 'journal.db'}"
-            journal = SqliteJournal(str(where / "journal.db"))
-        else:
-            journal = PostgresJournal(url)
-        journal.migrate()
-        token = tokens.new_token()
-        account = journal.add_account("alice", tokens.hash_token(token))
-        journal.set_time_zone(account.id, "America/New_York")
+    with alices_journal(request.param, where, "America/New_York") as (url, journal, account, token):
         archive = LocalArchive(where / "archive")
         Phone(journal, archive, account, token).send(body())
         report = FoldPass(journal, Player(journal, archive)).pass_once()
         assert report.tally.classes == {"parsed": 1}
         journal.close()
         yield url, where
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *_: object) -> None:
-        return None
-
-
-def open_journal(url: str) -> Journal:
-    if url.startswith("sqlite:///"):
-        return SqliteJournal(url.removeprefix("sqlite:///"))
-    return PostgresJournal(url)
 
 
 # --- each interface's answer ---------------------------------------------------------------
@@ -312,57 +270,41 @@ def by_dashboard(url: str, where: Path, start: str, end: str) -> dict[str, Any]:
 
 def by_mcp(url: str, where: Path, questions: list[tuple[str, str, str]]) -> dict[str, Any]:
     """Every question through one ``healthlog mcp`` over stdio."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "healthlog.cli", "mcp", "--account", "alice"],
-        env=stack_env(url, where),
-    )
     answers: dict[str, Any] = {}
 
-    async def main() -> None:
-        async with Client(params) as client:
-
-            async def ok(tool: str, **arguments: Any) -> Any:
-                result = await client.call_tool(tool, arguments)
-                assert not result.is_error, result.content
-                return result.structured_content
-
-            for key, start, end in questions:
-                q = {"start": start, "end": end}
-                series = await ok("metric_series", metric="step_count", resolution="day", **q)
-                raw = await ok("metric_series", metric="step_count", resolution="raw", **q)
-                daily = await ok("daily_summary", metrics=["step_count", "heart_rate"], **q)
-                (coverage,) = (await ok("coverage", metric="step_count", **q))["metrics"]
-                answers[key] = {
-                    "steps": sum(b["value"] or 0 for b in series["buckets"]),
-                    "points": len(raw["points"]),
-                    "daily": by_day(daily["days"]),
-                    "workouts": sorted(w["name"] for w in (await ok("workouts", **q))["workouts"]),
-                    "asleep_h": sum(
-                        n["asleep_h"] for n in (await ok("sleep_nights", **q))["nights"]
-                    ),
-                    "coverage": sorted({coverage["first_day"], coverage["last_day"]})
-                    if coverage["days_with_data"] <= 2
-                    else coverage,
-                }
-                if start[10:]:  # SQL's days are the phone's days: asked by day alone
-                    continue
-                # the MCP SQL views, as docs/mcp.md tells an assistant to ask
-                days = await ok("sql", query=(
-                    "SELECT day, metric, value FROM my_daily WHERE metric IN "
-                    f"('step_count', 'heart_rate') AND day >= '{start}' AND day < '{end}'"
-                ))  # fmt: skip
-                points = await ok("sql", query=(
-                    "SELECT count(*) FROM my_points WHERE metric = 'step_count' AND "
-                    f"substr(local_start, 1, 10) >= '{start}' AND "
-                    f"substr(local_start, 1, 10) < '{end}'"
-                ))  # fmt: skip
-                by_sql: dict[str, dict[str, float]] = defaultdict(dict)
-                for day, metric, value in days["rows"]:
+    async def main(ok: Ask) -> None:
+        for key, start, end in questions:
+            q = {"start": start, "end": end}
+            series = await ok("metric_series", metric="step_count", resolution="day", **q)
+            raw = await ok("metric_series", metric="step_count", resolution="raw", **q)
+            daily = await ok("daily_summary", metrics=["step_count", "heart_rate"], **q)
+            (coverage,) = (await ok("coverage", metric="step_count", **q))["metrics"]
+            answers[key] = {
+                "steps": sum(b["value"] or 0 for b in series["buckets"]),
+                "points": len(raw["points"]),
+                "daily": by_day(daily["days"]),
+                "workouts": sorted(w["name"] for w in (await ok("workouts", **q))["workouts"]),
+                "asleep_h": sum(n["asleep_h"] for n in (await ok("sleep_nights", **q))["nights"]),
+                "coverage": sorted({coverage["first_day"], coverage["last_day"]})
+                if coverage["days_with_data"] <= 2
+                else coverage,
+            }
+            if start[10:]:  # SQL's days are the phone's days: asked by day alone
+                continue
+            # the MCP SQL views, as docs/mcp.md tells an assistant to ask
+            per = await sql_days(ok, start, end)
+            points = await ok("sql", query=(
+                "SELECT count(*) FROM my_points WHERE metric = 'step_count' AND "
+                f"substr(local_start, 1, 10) >= '{start}' AND "
+                f"substr(local_start, 1, 10) < '{end}'"
+            ))  # fmt: skip
+            by_sql: dict[str, dict[str, float]] = defaultdict(dict)
+            for metric, values in per.items():
+                for day, value in values.items():
                     by_sql[day][metric] = value
-                answers[f"{key} sql"] = {"daily": dict(by_sql), "points": points["rows"][0][0]}
+            answers[f"{key} sql"] = {"daily": dict(by_sql), "points": points["rows"][0][0]}
 
-    anyio.run(main)
+    ask_mcp(url, where, main)
     return answers
 
 
