@@ -777,3 +777,34 @@ def test_with_several_accounts_the_hint_offers_what_works_in_the_mode(
         [*HEALTHLOG, "mcp", "--help"], capture_output=True, text=True, check=True, timeout=60
     )
     assert "with --http only" in " ".join(helped.stdout.split())
+
+
+#: a query that takes seconds on either backend and reads nothing of the account
+LONG_QUERY = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 15000000) "
+    "SELECT count(*) FROM c"
+)
+
+
+@pytest.mark.slow
+def test_a_long_sql_query_does_not_hold_up_the_other_tools(sample: Sample) -> None:
+    """The SQL tool's query runs in a session and a thread of its own: a catalog asked
+    while it runs is answered before it ends (one request never blocks the others)."""
+
+    async def work(s: Session) -> None:
+        order: list[str] = []
+
+        async def long_sql() -> None:
+            found = await s.ok("sql", query=LONG_QUERY, timeout_s=30)
+            assert found["rows"] == [[15000000]]
+            order.append("sql")
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(long_sql)
+            await anyio.wait_all_tasks_blocked()  # the sql request is sent and awaited
+            listed = await s.ok("catalog")
+            assert "step_count" in {m["metric"] for m in listed["metrics"]}
+            order.append("catalog")
+        assert order == ["catalog", "sql"]
+
+    session(sample, work)

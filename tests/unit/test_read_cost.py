@@ -9,6 +9,8 @@ hard as the write side", item 3.
 
 from __future__ import annotations
 
+import logging
+import socket
 import threading
 from pathlib import Path
 
@@ -16,8 +18,10 @@ import pytest
 from click.testing import CliRunner
 from healthlog import cli, heavy
 from healthlog.dashboard import DashboardOptions, create_app
+from healthlog.dashboard.server import QuietHandler
 from healthlog.reads import Reads, Resolution, TooHeavy
 from healthlog.testing import MemoryArchive
+from werkzeug.serving import make_server
 
 from tests.conftest import metrics_body
 from tests.unit.test_cli import env, phone_for  # noqa: F401 (env is a fixture)
@@ -119,3 +123,52 @@ def test_the_dashboard_answers_503_with_retry_after_when_every_slot_is_taken(
             assert "busy" in reply.get_json()["error"]
         assert client.get("/api/catalog").status_code == 200  # a light read is not gated
     assert client.get("/api/series?metric=heart_rate").status_code == 200
+
+
+class _Heard(logging.Handler):
+    """Sets ``seen`` when the dashboard logs ``name``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(logging.INFO)
+        self.name_ = name
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == self.name_:
+            self.seen.set()
+
+
+def test_a_read_whose_client_went_away_is_not_begun(a_year: Reads) -> None:
+    """Over the dashboard's own server: a heavy read waits for the one slot, its client
+    closes the connection, and the read is given up, not begun once the slot frees."""
+    app = create_app(a_year.journal, MemoryArchive(), DashboardOptions(heavy_reads=1))
+    gate = app.extensions["healthlog"]["heavy"]
+    gate.wait_s = 30.0  # it waits, it is not told "busy"
+    heard = _Heard("dashboard.client_gone")
+    dashboard_log = logging.getLogger("healthlog.dashboard")
+    level = dashboard_log.level
+    dashboard_log.setLevel(logging.INFO)
+    dashboard_log.addHandler(heard)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        with gate.slot():  # a read at work holds the one slot
+            with socket.create_connection(("127.0.0.1", server.port)) as client:
+                client.sendall(
+                    b"GET /api/series?metric=heart_rate&resolution=hour HTTP/1.1\r\n"
+                    b"Host: 127.0.0.1\r\n\r\n"
+                )
+            assert heard.seen.wait(timeout=20), "the waiting read never noticed"
+        # the slot is free again at once: the given-up read took nothing
+        with socket.create_connection(("127.0.0.1", server.port)) as client:
+            client.sendall(b"GET /api/catalog HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert client.recv(12) == b"HTTP/1.1 200"
+        gate.wait_s = 0.01
+        with gate.slot():
+            pass
+    finally:
+        dashboard_log.removeHandler(heard)
+        dashboard_log.setLevel(level)
+        server.shutdown()
+        serving.join()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +30,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from flask import Flask, Response, g, redirect, render_template, request, url_for
+from flask import (
+    Flask,
+    Response,
+    g,
+    has_request_context,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from werkzeug.exceptions import HTTPException
 
@@ -229,7 +239,7 @@ def create_app(
         "journal": journal,
         "archive": archive,
         "options": options,
-        "heavy": heavy.Gate(options.heavy_reads),
+        "heavy": heavy.Gate(options.heavy_reads, gone=_client_gone),
     }
 
     @app.template_global()
@@ -289,6 +299,12 @@ def create_app(
     @app.errorhandler(reads.TooHeavy)
     def _too_heavy(exc: reads.TooHeavy) -> Any:
         return _error(400, str(exc))
+
+    @app.errorhandler(heavy.Gone)
+    def _gone(exc: heavy.Gone) -> Any:
+        rule = request.url_rule.rule if request.url_rule else None
+        log.event(logger, logging.INFO, "dashboard.client_gone", route=rule)
+        return Response(status=499)  # nobody reads it: nginx's "client closed request"
 
     @app.errorhandler(heavy.Busy)
     def _busy(exc: heavy.Busy) -> Any:
@@ -556,6 +572,21 @@ def _plotly_js() -> bytes:
     from importlib import resources
 
     return (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
+
+
+def _client_gone() -> bool:
+    """Whether the client of the request in hand has closed its connection: its socket
+    reads as ended (a peek, nothing taken from it). False where the server gives no
+    socket (a test client, another WSGI server)."""
+    sock = request.environ.get("werkzeug.socket") if has_request_context() else None
+    if not isinstance(sock, socket.socket):
+        return False
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except (BlockingIOError, InterruptedError):
+        return False  # nothing to read: still there
+    except OSError:
+        return True  # reset, or closed under us
 
 
 def _error(status: int, message: str) -> Any:
