@@ -476,6 +476,12 @@ class SqliteGuard:
         self._deadline = 0.0
         try:
             _check_version(self._conn.execute, expect_version)
+            self._journal_tables = frozenset(
+                name.lower()
+                for (name,) in self._conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                )
+            )
             for name, sql in _SQLITE.items():
                 self._conn.execute(
                     f"CREATE TEMP VIEW {name} AS " + sql.format(account=_literal(account_id))
@@ -520,8 +526,13 @@ class SqliteGuard:
                 return sqlite3.SQLITE_OK
             if db == "main" and view in VIEWS:  # a journal table, read by one of our views
                 return sqlite3.SQLITE_OK
-            if db is None:  # a recursive CTE reading itself: no table of any database
-                return sqlite3.SQLITE_OK
+            if db is None:
+                # a common table expression reading itself (or another): no table of
+                # any database. SQLite names no database for a read of no column of a
+                # table either (``SELECT count(*) FROM point_rows``): a name of the
+                # journal's is never a CTE's here, so that read is denied
+                named = (arg1 or "").lower()
+                return sqlite3.SQLITE_DENY if named in self._journal_tables else sqlite3.SQLITE_OK
             if db == "main" and arg1 in _COLUMNLESS and not arg2:
                 # SQLite names no view for a join of my_points whose columns the query
                 # does not use: a read of no column, no value
