@@ -176,10 +176,21 @@ def _heartbeats(point: dict[str, object], sdnn: Point, found: Found) -> Record:
     beats = point[_HEARTBEATS]
     if not records.is_series(beats):
         raise NotUnderstood("a heartbeat series that is not a list of objects")
-    beat_items = records.items("heartbeat", beats, ("timeSinceStart",), found)  # type: ignore[arg-type]
+    capped: dict[str, int] = {}
+    beat_items = records.capped_items(
+        _HEARTBEATS,
+        "heartbeat",
+        beats,  # type: ignore[arg-type]
+        ("timeSinceStart",),
+        found,
+        found.room(_HEARTBEATS),
+        capped,
+    )
     body = {k: v for k, v in point.items() if k != _HEARTBEATS and v is not None}
+    if capped:
+        body[records.CAPPED_FIELD] = capped
     return Record(
-        "heartbeatSeries",
+        _HEARTBEATS,
         f"{sdnn.source}|{sdnn.start}",
         sdnn.start,
         sdnn.end,

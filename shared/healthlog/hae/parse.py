@@ -21,7 +21,7 @@ import orjson
 
 from healthlog.errors import FoldDeadline, UnreadableBody
 from healthlog.hae import metrics, sections, workouts
-from healthlog.hae.records import Found
+from healthlog.hae.records import CAPS, Caps, Found
 from healthlog.model import Item, ParseResult, Point, Record, distinct_points
 
 METRICS = "metrics"
@@ -50,6 +50,7 @@ def parse(
     deadline: float | None = None,
     content_type: str = "application/json",
     tz: str = "UTC",
+    caps: Caps = CAPS,
 ) -> ParseResult:
     """The Points and Records of ``body`` and the keys of what this parser does not read.
 
@@ -58,14 +59,16 @@ def parse(
     JSON holding an object (or its ``data`` is not an object); the message never quotes
     the body. A ``multipart/form-data`` ``content_type`` (HAE's CSV export) is read by
     ``hae.csv``, its offset-less times in the IANA zone ``tz``; in JSON, ``tz`` is where
-    a sleep night sent as a day alone, with no time of its own, starts.
+    a sleep night sent as a day alone, with no time of its own, starts. ``caps`` bound
+    the Items the body's records expand into (``records.Caps``): a series cut there is
+    an uncovered key, ``<section>.<series>:capped``.
     """
     if content_type.split(";", 1)[0].strip().lower() == "multipart/form-data":
         from healthlog.hae import csv
 
         found = csv.parse(body, content_type=content_type, tz=tz, deadline=deadline)
         return _distinct(without_nul(found) if b"\x00" in body else found)
-    result = _parse_json(body, deadline, tz)
+    result = _parse_json(body, deadline, tz, caps)
     # JSON can only spell NUL as an escape: a body without one has none to replace
     return _distinct(without_nul(result) if b"\\u0000" in body else result)
 
@@ -76,14 +79,14 @@ def _distinct(result: ParseResult) -> ParseResult:
     return replace(result, points=points, repeated=repeated)
 
 
-def _parse_json(body: bytes, deadline: float | None, tz: str) -> ParseResult:
+def _parse_json(body: bytes, deadline: float | None, tz: str, caps: Caps) -> ParseResult:
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError:
         raise UnreadableBody("the body is not UTF-8 JSON") from None
     if deadline is not None and time.monotonic() > deadline:
         raise FoldDeadline()  # reading the JSON used up the time
-    found = Found(deadline=deadline, tz=tz)
+    found = Found(deadline=deadline, tz=tz, caps=caps)
     uncovered = found.uncovered
     points: list[Point] = []
     for name, value in _sections(document):

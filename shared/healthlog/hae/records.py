@@ -9,6 +9,12 @@ time or a number that cannot be read stays in the element's ``extra`` as sent in
 failing the record. Only an object that gives no identity (no id and no readable start)
 marks the section uncovered: it cannot be stored under a stable key, so it stays in the
 archive and the key says so.
+
+What a record may expand into is capped (``Caps``, docs/security.md, "Limits"): a record
+keeps the first Items up to its cap, all its series together, and a series cut there
+marks the body uncovered (``<section>.<series>:capped``) and says in the record's body
+how many elements were sent (``items_capped``): the rest stays in the archive, never
+silently left out.
 """
 
 from __future__ import annotations
@@ -29,6 +35,43 @@ _TIME_KEYS = ("date", "timestamp", "start", "t")
 _LAT, _LON, _ALT = ("lat", "latitude"), ("lon", "longitude"), ("altitude", "alt")
 
 
+#: the mark of an uncovered key for a series cut at its cap: ``workouts.route:capped``
+CAPPED = ":capped"
+#: the body field of a record whose series were cut at the cap: series -> elements sent
+CAPPED_FIELD = "items_capped"
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """What one delivery may expand into, in Items (docs/security.md, "Limits").
+
+    Far above real use, so that only a body or an export built to expand meets them: the
+    JSON of a body, a GPX file or an ECG CSV costs a few bytes per element, the Item it
+    becomes a few hundred in memory and in a transaction.
+    """
+
+    #: Items one record keeps, all its series together (a workout's route and heart
+    #: rate, an HRV reading's beats): a 10-hour ultramarathon's route at 1 Hz is 36 000
+    items: int = 200_000
+    #: Items an ECG keeps: a 30 s reading at 512 Hz is 15 360 voltages
+    ecg: int = 100_000
+    #: Items the records of one body keep together: a body at the default size limit
+    #: (100 MiB) of the smallest real elements (ECG voltages, ~55 bytes) holds 1.9 million
+    body: int = 2_000_000
+
+    def per_record(self, section: str) -> int:
+        return self.ecg if section == "ecg" else self.items
+
+
+#: the caps every fold uses
+CAPS = Caps()
+
+
+def capped_key(section: str, series: str) -> str:
+    """The uncovered key of a record's series cut at its cap."""
+    return f"{section}.{series}{CAPPED}"
+
+
 @dataclass
 class Found:
     """What the sections of one body gave so far (the parser's one accumulator)."""
@@ -39,12 +82,20 @@ class Found:
     deadline: float | None = None
     #: the account's IANA zone, for a time the body sends without saying its clock
     tz: str = "UTC"
+    caps: Caps = CAPS
     #: the body's time texts, each read once (``dates.Instants``), for as long as this
     #: accumulator lives: one parse, or one batch of a caller that feeds points one by one
     instants: dates.Instants = field(init=False, repr=False, compare=False)
+    #: Items the records may still take (``caps.body``, less what they took)
+    items_left: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.instants = dates.Instants(self.tz)
+        self.items_left = self.caps.body
+
+    def room(self, section: str) -> int:
+        """How many Items the next record of ``section`` may keep."""
+        return max(0, min(self.caps.per_record(section), self.items_left))
 
     def check_clock(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -149,6 +200,31 @@ def items(
     return out
 
 
+def capped_items(
+    section: str,
+    series: str,
+    elements: list[dict[str, object]],
+    qty_keys: tuple[str, ...],
+    found: Found,
+    room: int,
+    capped: dict[str, int],
+    sent: int = 0,
+) -> list[Item]:
+    """The Items of one series of a record of ``section``: at most ``room``, the first.
+
+    ``sent`` is how many elements the series had where the caller stopped building them
+    at its cap (a GPX file, an ECG CSV), when more than ``elements``. A series cut short
+    is counted in ``capped`` (series -> elements sent) and its key marked uncovered.
+    """
+    made = items(series, elements if len(elements) <= room else elements[:room], qty_keys, found)
+    found.items_left -= len(made)
+    total = max(len(elements), sent)
+    if len(made) < total:
+        capped[series] = total
+        found.uncovered.add(capped_key(section, series))
+    return made
+
+
 def _take_number(rest: dict[str, object], keys: tuple[str, ...]) -> float | None:
     for key in keys:
         if key in rest:
@@ -182,21 +258,50 @@ class Spec:
 _DEFAULT_QTY = ("qty", "Avg")
 
 
-def build(spec: Spec, element: dict[str, object], found: Found) -> Record:
+def build(
+    spec: Spec,
+    element: dict[str, object],
+    found: Found,
+    *,
+    sent: Mapping[str, int] | None = None,
+) -> Record:
+    """One object as a Record, its series as Items up to the record's cap (``Caps``).
+
+    ``sent`` (series -> elements) is what a caller that stopped building a series at
+    the cap counted of it (``applehealth.series``): the series is capped as if whole.
+    """
     start, offset = when(element.get("start"))
     end, _ = when(element.get("end"))
     identity = spec.identity(element, start, end)
     body: dict[str, object] = {}
     all_items: list[Item] = []
+    room = found.room(spec.section)
+    capped: dict[str, int] = {}
+    counted = dict(sent or {})
     for key, value in element.items():
         if value is None:
             continue
         if key not in spec.not_series and is_series(value):
             series = spec.renames.get(key, key)
             qty_keys = spec.qty_keys.get(series, _DEFAULT_QTY)
-            all_items.extend(items(series, value, qty_keys, found))  # type: ignore[arg-type]
+            made = capped_items(
+                spec.section,
+                series,
+                value,  # type: ignore[arg-type]
+                qty_keys,
+                found,
+                room - len(all_items),
+                capped,
+                counted.pop(series, 0),
+            )
+            all_items.extend(made)
         else:
             body[key] = value
+    for series, total in counted.items():  # counted, but none of it could be kept
+        if total:
+            capped_items(spec.section, series, [], (), found, 0, capped, total)
+    if capped:
+        body[CAPPED_FIELD] = capped
     name = text(element.get(spec.name_key)) if spec.name_key else None
     return Record(
         spec.section,

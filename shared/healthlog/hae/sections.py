@@ -60,6 +60,7 @@ def _ecg_identity(element: dict[str, object], start: str | None, end: str | None
     return keyed(start)
 
 
+# an ECG keeps at most ``records.Caps.ecg`` voltages (``Caps.per_record``)
 # "ecg": [{"start": "2025-03-01 10:00:00 +0000", "classification": "Sinus Rhythm",
 #   "averageHeartRate": 64, "samplingFrequency": 512, "numberOfVoltageMeasurements": 15360,
 #   "voltageMeasurements": [{"date": 1740823200.0, "voltage": -12.5, "units": "mcV"}, ...]}]
