@@ -10,16 +10,20 @@ by a test: ``_direct``). docs/apple-health-export.md has the mapping and the rea
 Memory is flat and no tree is built: the file is fed to libxml2 in 64 KiB chunks
 through lxml's *target* interface (``_Target``), which hands over each element's tag and
 attributes as it starts and ends; a top-level element is kept (``_Node``) only until it
-ends. What is held is one batch.
+ends. What is held is one batch. What one element may expand into is capped
+(``records.Caps``): an element keeps at most ``Caps.items`` children, a workout's route
+and an ECG their cap of Items (the GPX and CSV readers count the rest, never build it),
+and a batch counts the Items of its records with its points.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +34,7 @@ from lxml import etree
 from healthlog.applehealth import ios8, series, types
 from healthlog.applehealth.files import Export, ExportUnreadable, safe_member
 from healthlog.hae import dates, metrics, records, sections, units
-from healthlog.hae.records import Found, Spec
+from healthlog.hae.records import CAPPED, CAPS, Caps, Found, Spec
 from healthlog.model import Point, Record
 
 #: the default batch: about this many points (plus one element's) per ``Batch``
@@ -160,18 +164,21 @@ class _Pending:
     Most elements become Points at once (``_Direct``); the rest are handed to HAE's own
     ``metrics.points`` one element at a time. ``found`` is the batch's one accumulator
     for both (keys of what could not be read, HRV beat series, incomparable values).
+    ``size`` counts the batch's points and its records' Items.
     """
 
+    found: Found
     points: list[Point] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
-    found: Found = field(default_factory=Found)
     size: int = 0
 
     def add(self, metric: str, unit: str, point: dict[str, object], weight: int = 1) -> None:
-        """One HAE metric point, built by HAE's parser."""
+        """One HAE metric point, built by HAE's parser (with its HRV beats, if any)."""
         section = [{"name": metric, "units": unit, "data": [point]}]
+        made = self.found.records
+        before = len(made)
         self.points.extend(metrics.points(section, self.found))
-        self.size += weight
+        self.size += weight + sum(len(r.items) for r in made[before:])
 
 
 class _Node:
@@ -221,12 +228,17 @@ class _Target(series.RefusesDoctype):
 
     def __init__(self, reading: ExportReading) -> None:
         self.reading = reading
-        self.pending = _Pending()
+        self.pending = reading._pending()
         self.position = 0
         self.ready: list[Batch] = []
         self._depth = 0
         self._stack: list[_Node] = []
         self._skip = False
+        #: the most children an element keeps; past it they are counted, not built
+        self._children = reading.caps.items
+        #: the depth of the child being left out (0: none), and how many were
+        self._left_out_at = 0
+        self._left_out = 0
         #: spelled as iOS 8 exports are (``ios8``): decided by the first element with a time
         self._ios8: bool | None = None
 
@@ -237,6 +249,7 @@ class _Target(series.RefusesDoctype):
             self._skip = self.position < reading.resume and tag not in ("Me", "ExportDate")
             if self._skip:
                 return
+            self._left_out = 0
             _ampersands(attrib)
             node = _Node(tag, attrib)
             if self._ios8 is None:
@@ -245,13 +258,18 @@ class _Target(series.RefusesDoctype):
                 ios8.respell(node)
             self._stack.append(node)
         elif depth > 2:
-            if self._skip:
+            if self._skip or self._left_out_at:
+                return
+            children = self._stack[-1].children
+            if len(children) >= self._children:
+                self._left_out_at = depth
+                self._left_out += 1
                 return
             _ampersands(attrib)
             node = _Node(tag, attrib)
             if self._ios8:
                 ios8.respell(node)
-            self._stack[-1].children.append(node)
+            children.append(node)
             self._stack.append(node)
         else:
             _ampersands(attrib)
@@ -262,7 +280,10 @@ class _Target(series.RefusesDoctype):
         self._depth = depth - 1
         if depth != 2:
             if depth > 2 and not self._skip:
-                self._stack.pop()
+                if not self._left_out_at:
+                    self._stack.pop()
+                elif depth == self._left_out_at:
+                    self._left_out_at = 0
             return
         self.position += 1
         if self._skip:
@@ -270,6 +291,8 @@ class _Target(series.RefusesDoctype):
         element = self._stack.pop()
         pending = self.pending
         reading = self.reading
+        if self._left_out:
+            reading.uncovered[f"{element.attrib.get('type') or tag}{CAPPED}"] += 1
         if tag == "Record":
             # the hot path, without the dispatch of ``_element``: a quantity sample
             kind = element.attrib.get("type")
@@ -292,7 +315,7 @@ class _Target(series.RefusesDoctype):
             reading._element(element, pending)
         if pending.size >= reading.batch_points:
             self.ready.append(self.reading._batch(pending, self.position))
-            self.pending = _Pending()
+            self.pending = reading._pending()
 
     def close(self) -> None:
         pass
@@ -326,6 +349,8 @@ class ExportReading:
     first in the file). ``uncovered`` counts the elements of a type this reader has no
     mapping for; ``unreadable`` the elements of a mapped type that could not be read (a
     value that is not a number, a time that is not a time, a missing route file).
+    ``caps`` bound what an element expands into (``records.Caps``): what is cut there
+    is counted in ``uncovered`` (``workouts.route:capped``, ``Workout:capped``).
     """
 
     def __init__(
@@ -334,10 +359,12 @@ class ExportReading:
         *,
         batch_points: int = BATCH_POINTS,
         resume: int = 0,
+        caps: Caps = CAPS,
     ) -> None:
         self.export = Export(Path(source))
         self.batch_points = max(1, batch_points)
         self.resume = resume
+        self.caps = caps
         self.me: dict[str, str] = {}
         self.locale: str | None = None
         self.export_date: str | None = None
@@ -364,6 +391,20 @@ class ExportReading:
 
     def close(self) -> None:
         self.export.close()
+
+    def _pending(self) -> _Pending:
+        # a batch is bounded by its size (points and Items), not by a body's cap
+        return _Pending(Found(caps=replace(self.caps, body=sys.maxsize)))
+
+    def _found(self) -> Found:
+        """The accumulator of one element's record."""
+        return Found(caps=self.caps)
+
+    def _took(self, found: Found) -> None:
+        """What one element's accumulator counted, into the reading's counts."""
+        self.incomparable += found.incomparable
+        for key in found.uncovered:
+            self.uncovered[key] += 1
 
     # --- the loop ---------------------------------------------------------------------
 
@@ -407,13 +448,13 @@ class ExportReading:
                 self._ecg(name, pending)
             if pending.size >= self.batch_points:
                 yield self._batch(pending, position)
-                pending = _Pending()
+                pending = self._pending()
         yield self._batch(pending, position)
 
     def _batch(self, pending: _Pending, position: int) -> Batch:
         found = pending.found
         for key in found.uncovered:  # rare: every value and time was checked before
-            self.unreadable[key] += 1
+            (self.uncovered if key.endswith(CAPPED) else self.unreadable)[key] += 1
         self.incomparable += found.incomparable
         return Batch(pending.points, pending.records + found.records, position, self.bytes_read)
 
@@ -693,9 +734,9 @@ class ExportReading:
                     event["thresholdUnits"] = unit
         if meta:
             event["metadata"] = meta
-        found = Found()
+        found = self._found()
         pending.records.append(records.build(spec, _without_none(event), found))
-        self.incomparable += found.incomparable
+        self._took(found)
         pending.size += 1
 
     # --- correlations, workouts, activity summaries, ECGs -------------------------------
@@ -813,19 +854,32 @@ class ExportReading:
         if activities:
             body["activities"] = activities
         files: set[str] = set()
+        fixes: list[dict[str, object]] = []
+        sent = 0
         for route in element.iter("WorkoutRoute"):
-            self._route(route, body, files)
-        found = Found()
-        record = records.build(_WORKOUTS, _without_none(body), found)
-        self.incomparable += found.incomparable
+            sent += self._route(route, body, fixes, files)
+        if fixes:
+            body["route"] = fixes
+        found = self._found()
+        record = records.build(_WORKOUTS, _without_none(body), found, sent={"route": sent})
+        self._took(found)
         pending.records.append(record)
         pending.size += 1 + len(record.items)
 
-    def _route(self, route: Any, body: dict[str, object], files: set[str]) -> None:
-        """A WorkoutRoute's fixes into ``body["route"]``: from the GPX files it names (each
-        file once per workout, however often it is named: ``files``), or written inline
-        as ``Location`` elements, as exports before iOS 13 do."""
-        fixes = [_location(place) for place in route if place.tag == "Location"]
+    def _route(
+        self, route: Any, body: dict[str, object], fixes: list[dict[str, object]], files: set[str]
+    ) -> int:
+        """A WorkoutRoute's fixes onto ``fixes``, up to the workout's cap: from the GPX
+        files it names (each file once per workout, however often it is named: ``files``),
+        or written inline as ``Location`` elements, as exports before iOS 13 do. How many
+        fixes the route holds, those past the cap included (counted, not built)."""
+        cap = self.caps.per_record(_WORKOUTS.section)
+        sent = 0
+        for place in route:
+            if place.tag == "Location":
+                sent += 1
+                if len(fixes) < cap:
+                    fixes.append(_location(place))
         for reference in route.iter("FileReference"):
             path = reference.get("path") or ""
             name = safe_member("", path)
@@ -838,14 +892,14 @@ class ExportReading:
             files.add(name)
             try:
                 with stream:
-                    fixes.extend(series.route(stream))
+                    read = series.route(stream, limit=max(0, cap - len(fixes)))
             except (etree.XMLSyntaxError, series.DoctypeRefused):
                 self.unreadable["WorkoutRoute"] += 1
                 continue
+            fixes.extend(read.fixes)
+            sent += read.sent
             body["routeFile"] = path.lstrip("/")
-        if fixes:
-            existing = body.get("route")
-            body["route"] = [*existing, *fixes] if isinstance(existing, list) else fixes
+        return sent
 
     def _activity_summary(self, element: Any, pending: _Pending) -> None:
         day = element.get("dateComponents")
@@ -870,13 +924,16 @@ class ExportReading:
             return
         try:
             with stream:
-                element = series.ecg(stream, name)
-            found = Found()
-            record = records.build(sections.ECG, element, found)
+                element = series.ecg(stream, name, limit=self.caps.per_record(sections.ECG.section))
+            found = self._found()
+            sent = element["numberOfVoltageMeasurements"]
+            record = records.build(
+                sections.ECG, element, found, sent={"voltage": sent if isinstance(sent, int) else 0}
+            )
         except ValueError:
             self.unreadable["electrocardiogram"] += 1
             return
-        self.incomparable += found.incomparable
+        self._took(found)
         pending.records.append(record)
         pending.size += 1 + len(record.items)
 
@@ -1058,14 +1115,14 @@ def _activity(element: Any) -> dict[str, object]:
 
 
 def read_export(
-    source: str | Path, *, batch_points: int = BATCH_POINTS, resume: int = 0
+    source: str | Path, *, batch_points: int = BATCH_POINTS, resume: int = 0, caps: Caps = CAPS
 ) -> ExportReading:
     """An ``ExportReading`` of ``source`` (``export.zip``, its folder, or ``export.xml``).
 
     Raises ``ExportUnreadable`` (the message names what is wrong, never a value) when the
     source is not an export at all.
     """
-    return ExportReading(source, batch_points=batch_points, resume=resume)
+    return ExportReading(source, batch_points=batch_points, resume=resume, caps=caps)
 
 
 __all__ = ["BATCH_POINTS", "Batch", "ExportCut", "ExportReading", "read_export"]

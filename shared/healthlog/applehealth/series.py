@@ -9,6 +9,10 @@ modules (``hae.records.items``, ``hae.records.build`` with ``hae.sections.ECG``,
 * an ECG: HAE's ``ecg`` object ``{start, end, classification, samplingFrequency,
   numberOfVoltageMeasurements, voltageMeasurements: [{date, voltage, units}]}``;
 * HRV beats: HAE's ``heartbeatSeries`` ``[{date, timeSinceStart}]`` (plus ``bpm``).
+
+A route and an ECG are read up to a cap (``hae.records.Caps``): past it the file is still
+streamed to its end, its elements counted and never built, so what is held is bounded by
+the cap, not by the file; the count says the record was cut (``records.build``'s ``sent``).
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import IO
+from typing import IO, NamedTuple
 
 from lxml import etree
 
-from healthlog.hae import dates
+from healthlog.hae import dates, records
 
 # the parser options every XML of an export is read with: no DTD, no network, no
 # entity expansion (docs/apple-health-export.md, "Safety")
@@ -37,6 +42,10 @@ PARSER_OPTIONS: dict[str, bool] = {
 
 # what a GPX file is fed to the parser at a time
 _CHUNK = 64 * 1024
+# the longest text of a track point's element that is kept: a number or a time is a few
+# dozen characters; a longer one (text split by comments, never cut by libxml2's limit
+# on one text node) is left out of the fix instead of held whole
+_TEXT_LIMIT = 1024
 # GPX extension name -> HAE v2 route key
 _GPX_EXTENSIONS = {
     "speed": "speed",
@@ -80,35 +89,52 @@ class RefusesDoctype:
         raise DoctypeRefused("declares a DTD, which healthlog does not read")
 
 
-class _Route(RefusesDoctype):
-    """A GPX file's track points, as lxml's target interface hands them over (no tree)."""
+class Route(NamedTuple):
+    """A GPX file's fixes, the first up to the limit, and how many track points it holds."""
 
-    def __init__(self) -> None:
+    fixes: list[dict[str, object]]
+    sent: int
+
+
+class _Route(RefusesDoctype):
+    """A GPX file's track points, as lxml's target interface hands them over (no tree).
+
+    Builds the first ``limit`` fixes; the track points past it are counted, not built.
+    """
+
+    def __init__(self, limit: int) -> None:
         self.fixes: list[dict[str, object]] = []
+        self.limit = limit
+        self.sent = 0
         self._fix: dict[str, object] | None = None
         self._text: list[str] = []
+        self._size = 0
         self._in_extensions = False
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         name = _local(tag)
-        self._text = []
+        self._text, self._size = [], 0
         if name == "trkpt":
-            self._fix = {
-                "latitude": _number(attrib.get("lat")),
-                "longitude": _number(attrib.get("lon")),
-            }
+            self.sent += 1
+            if len(self.fixes) < self.limit:
+                self._fix = {
+                    "latitude": _number(attrib.get("lat")),
+                    "longitude": _number(attrib.get("lon")),
+                }
         elif name == "extensions":
             self._in_extensions = True
 
     def data(self, text: str) -> None:
-        self._text.append(text)
+        if self._fix is not None and self._size <= _TEXT_LIMIT:
+            self._text.append(text)
+            self._size += len(text)
 
     def end(self, tag: str) -> None:
         name, fix = _local(tag), self._fix
         if fix is None:
             return
-        text = "".join(self._text).strip() or None
-        self._text = []
+        text = None if self._size > _TEXT_LIMIT else ("".join(self._text).strip() or None)
+        self._text, self._size = [], 0
         if name == "trkpt":
             self.fixes.append({k: v for k, v in fix.items() if v is not None})
             self._fix = None
@@ -122,22 +148,23 @@ class _Route(RefusesDoctype):
         elif name == "time":
             fix["timestamp"] = text
 
-    def close(self) -> list[dict[str, object]]:
-        return self.fixes
+    def close(self) -> Route:
+        return Route(self.fixes, self.sent)
 
 
-def route(stream: IO[bytes]) -> list[dict[str, object]]:
-    """The fixes of a ``workout-routes/*.gpx`` file as HAE v2 route elements.
+def route(stream: IO[bytes], *, limit: int = records.CAPS.items) -> Route:
+    """The fixes of a ``workout-routes/*.gpx`` file as HAE v2 route elements: the first
+    ``limit`` of them, and the number of track points in the file.
 
     Raises ``etree.XMLSyntaxError`` for a file that is not well-formed XML and
     ``DoctypeRefused`` for one that declares a DTD.
     """
-    target = _Route()
+    target = _Route(limit)
     parser = etree.XMLParser(target=target, **PARSER_OPTIONS)
     while chunk := stream.read(_CHUNK):
         parser.feed(chunk)
-    fixes: list[dict[str, object]] = parser.close()
-    return fixes
+    found: Route = parser.close()
+    return found
 
 
 # --- ECG ----------------------------------------------------------------------------------
@@ -160,27 +187,45 @@ _SAMPLE = re.compile(r"-?\d+(?:[.,]\d+)?")
 _RATE = re.compile(r"(\d+(?:[.,]\d+)?)")
 # HAE spells microvolts mcV (docs/hae-format.md, "Other sections")
 _ECG_UNITS = {"µV": "mcV", "μV": "mcV", "uV": "mcV"}
+# the longest line of an ECG file that is read: a header line or a voltage is short; a
+# longer line is skipped to its end, never held whole
+_LINE_LIMIT = 4096
+_ENDS = ("\n", "\r")
 
 
-def ecg(stream: IO[bytes], name: str) -> dict[str, object]:
+def _lines(text: io.TextIOWrapper) -> Iterator[str]:
+    """The file's lines up to ``_LINE_LIMIT`` characters; longer ones are skipped."""
+    while line := text.readline(_LINE_LIMIT):
+        if len(line) < _LINE_LIMIT or line.endswith(_ENDS):
+            yield line
+            continue
+        while (rest := text.readline(_LINE_LIMIT)) and not rest.endswith(_ENDS):
+            pass
+
+
+def ecg(stream: IO[bytes], name: str, *, limit: int = records.CAPS.ecg) -> dict[str, object]:
     """An ``electrocardiograms/*.csv`` file as an HAE ``ecg`` object.
 
     The header is ``Key,Value`` lines (``Recorded Date,2024-03-30 10:00:00 +0100``,
     ``Sample Rate,512 hertz``, ``Unit,µV``), then one voltage a line; the decimal comma
-    of some locales (``-265,868``) is read as a point. Raises ``ValueError`` when the file
-    has no readable ``Recorded Date``.
+    of some locales (``-265,868``) is read as a point. The first ``limit`` voltages are
+    kept; ``numberOfVoltageMeasurements`` (and the end) count every one in the file.
+    Raises ``ValueError`` when the file has no readable ``Recorded Date``.
     """
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="replace", newline="")
     header: dict[str, object] = {}
     voltages: list[float] = []
-    for line in text:
+    count = 0
+    for line in _lines(text):
         stripped = line.strip()
         if not stripped:
             continue
         if _SAMPLE.fullmatch(stripped):
-            voltages.append(float(stripped.replace(",", ".")))
+            if count < limit:
+                voltages.append(float(stripped.replace(",", ".")))
+            count += 1
             continue
-        if voltages:
+        if count:
             continue  # a stray line after the samples: the samples are what matters
         row = next(csv.reader([stripped]), [])
         if not row or row[0] in _PERSONAL:
@@ -198,14 +243,14 @@ def ecg(stream: IO[bytes], name: str) -> dict[str, object]:
     element: dict[str, object] = {**header, "file": name}
     if rate:
         element["samplingFrequency"] = rate
-        end = datetime.fromtimestamp(begin, UTC) + timedelta(seconds=len(voltages) / rate)
+        end = datetime.fromtimestamp(begin, UTC) + timedelta(seconds=count / rate)
         element["end"] = end.isoformat(timespec="microseconds")
         element["voltageMeasurements"] = [
             {"date": begin + i / rate, "voltage": v, "units": unit} for i, v in enumerate(voltages)
         ]
     else:  # no rate: the voltages in order, without times
         element["voltageMeasurements"] = [{"voltage": v, "units": unit} for v in voltages]
-    element["numberOfVoltageMeasurements"] = len(voltages)
+    element["numberOfVoltageMeasurements"] = count
     return {k: v for k, v in element.items() if v != ""}
 
 
