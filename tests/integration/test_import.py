@@ -36,6 +36,7 @@ from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.replay import replay
 from healthlog.fold.service import make_player
 from healthlog.fold.steps import CUT
+from healthlog.hae.records import CAPS
 from healthlog.journal.port import Journal
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.sqlite import SqliteJournal
@@ -44,6 +45,7 @@ from healthlog.reconcile import reconcile
 from healthlog.testing import FaultyJournal
 
 from tests import export_gen, pg
+from tests.unit import test_expansion_caps as caps
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -635,3 +637,23 @@ def test_the_fold_runs_the_importers_member_checks_whatever_put_it_in_the_archiv
     assert report.refused is not None and "path that leaves the export" in report.refused
     assert "evil" not in report.refused
     assert local.journal.summary().points == 0
+
+
+def test_a_route_and_an_ecg_over_the_caps_keep_the_caps_and_make_the_import_partial(
+    local: Stores, tmp_path: Path
+) -> None:
+    # the caps the fold uses, met by files one element larger (tests/unit/
+    # test_expansion_caps.py has the same with small caps, and the readers' counts)
+    path = export_gen.write_zip(
+        tmp_path / "export.zip",
+        export_gen.export_xml([caps.workout(caps.named_route())]),
+        routes={caps.GPX_NAME: caps.gpx(CAPS.items + 1)},
+        ecgs={"ecg_2024-03-30.csv": caps.ecg_csv(CAPS.ecg + 1)},
+    )
+    report = local.import_(path)
+    assert report.status is ParseStatus.PARTIAL
+    assert report.uncovered == {caps.ROUTE_KEY: 1, caps.ECG_KEY: 1}
+    delivery = local.journal.get_delivery(report.delivery_id)
+    assert delivery is not None and set(delivery.uncovered) == {caps.ROUTE_KEY, caps.ECG_KEY}
+    kept = {r.record.section: len(r.record.items) for r in local.journal.export_records()}
+    assert kept == {"workouts": CAPS.items, "ecg": CAPS.ecg}
