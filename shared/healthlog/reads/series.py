@@ -1,0 +1,482 @@
+"""A metric's names and numbers: the catalog, its fields, a series, a day's values.
+
+``SeriesReads``: the catalog of an account's metric fields (``catalog``, ``metric_fields``,
+``main_field``, ``range_field``: the unit a range reads), a field's series at a resolution
+(``series``: raw points, buckets summed in the database, or the days the fold keeps
+summed, each counted by the overlap rule where it can apply; refused before it starts
+when over its bound), and a day a row (``daily``, ``day_totals``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from datetime import date, timedelta
+from typing import Any
+
+from healthlog import overlap
+from healthlog.clock import Moment, from_text
+from healthlog.journal.port import BucketRow, CatalogEntry, DaySum
+from healthlog.journal.rows import runs_of_days
+from healthlog.reads.bounds import (
+    _as_datetime,
+    _bound,
+    _day_in,
+    _day_span,
+    _moved,
+    _tighter,
+    local_text,
+)
+from healthlog.reads.counting import Counting, _mixed
+from healthlog.reads.resolution import (
+    _BY_DAYS,
+    _SUB_DAY,
+    WIDTHS,
+    _span,
+    auto_resolution,
+    bucket_count,
+)
+from healthlog.reads.values import (
+    MAIN_FIELDS,
+    MAX_ROWS,
+    Kind,
+    MetricInfo,
+    Resolution,
+    Sample,
+    Series,
+    TooHeavy,
+    UnknownName,
+    kind_of,
+    unknown_name,
+)
+
+
+def _units(catalog: Sequence[MetricInfo], metric: str, field: str) -> list[MetricInfo]:
+    """The catalog's rows of one field: one a unit it is stored in."""
+    return [info for info in catalog if info.metric == metric and info.field == field]
+
+
+def _sample(row: BucketRow, kind: Kind) -> Sample:
+    value = row.sum if kind is Kind.CUMULATIVE else row.avg
+    return Sample(row.start, value, row.min, row.max, row.count)
+
+
+class SeriesReads(Counting):
+    """The reads of metrics: names, series and days."""
+
+    # --- names --------------------------------------------------------------------------
+
+    def catalog(self) -> list[MetricInfo]:
+        """Every metric field the account has, with its unit, kind, sources and extent."""
+        grouped: dict[tuple[str, str, str], list[CatalogEntry]] = defaultdict(list)
+        for entry in self.journal.catalog(self.account.id):
+            grouped[(entry.metric, entry.field, entry.unit)].append(entry)
+        return [
+            MetricInfo(
+                metric=metric,
+                field=field_,
+                unit=unit,
+                kind=kind_of(metric),
+                points=sum(e.points for e in entries),
+                first=min(e.first for e in entries),
+                last=max(e.last for e in entries),
+                sources=tuple(sorted({e.source for e in entries})),
+            )
+            for (metric, field_, unit), entries in sorted(grouped.items())
+        ]
+
+    def metric_fields(
+        self, metric: str, catalog: Sequence[MetricInfo] | None = None
+    ) -> list[MetricInfo]:
+        """The fields of ``metric``; UnknownName (naming the nearest) if it has none.
+
+        ``catalog``: the account's ``catalog()`` when the caller has read it already (a
+        read that looks up several fields or metrics reads it once).
+        """
+        if catalog is None:
+            catalog = self.catalog()
+        found = [info for info in catalog if info.metric == metric]
+        if not found:
+            names = sorted({info.metric for info in catalog})
+            raise UnknownName(unknown_name("metric", metric, names))
+        return found
+
+    def field_names(self, metric: str, catalog: Sequence[MetricInfo] | None = None) -> list[str]:
+        """The names of ``metric``'s fields, each once (a field stored in two units is one
+        field), in ``metric_fields``' order."""
+        return list(dict.fromkeys(info.field for info in self.metric_fields(metric, catalog)))
+
+    def main_field(
+        self,
+        metric: str,
+        field_: str | None = None,
+        *,
+        catalog: Sequence[MetricInfo] | None = None,
+    ) -> MetricInfo:
+        """The field asked for, or the one that stands for the metric."""
+        fields = self.metric_fields(metric, catalog)
+        by_name: dict[str, MetricInfo] = {}
+        for info in fields:  # a field sent in two units: the unit with more points
+            if info.field not in by_name or info.points > by_name[info.field].points:
+                by_name[info.field] = info
+        if field_ is not None:
+            if field_ not in by_name:
+                raise UnknownName(unknown_name(f"field of {metric}", field_, sorted(by_name)))
+            return by_name[field_]
+        first = [by_name[name] for name in ("qty", "avg") if name in by_name]
+        if first:
+            return max(first, key=lambda info: info.points)  # qty wins a tie
+        for name in MAIN_FIELDS:
+            if name in by_name:
+                return by_name[name]
+        return fields[0]
+
+    # --- one metric ---------------------------------------------------------------------
+
+    def series(
+        self,
+        metric: str,
+        *,
+        field: str | None = None,
+        start: Moment | None = None,
+        end: Moment | None = None,
+        resolution: Resolution | None = None,
+        source: str | None = None,
+        limit: int = MAX_ROWS,
+        catalog: Sequence[MetricInfo] | None = None,
+        info: MetricInfo | None = None,
+    ) -> Series:
+        """A metric field over [start, end) at a resolution (default: from the range).
+
+        ``info``: the field as ``range_field`` gave it for these bounds and source, when
+        the caller has it already (the unit is not chosen again).
+
+        A field stored in more than one unit (one the phone's preferences change and no
+        conversion relates, such as glucose in mg/dL and mmol/L) is read in one unit
+        alone, the one ``range_field`` gives: a series never averages or sums two units
+        (a range across the change shows the unit with more points there).
+
+        The ``avg`` of a discrete metric sent as Min/Avg/Max (heart rate) has the lowest
+        ``min`` and the highest ``max`` sent in each sample for its band, not the least
+        and greatest of its averages (``_with_band``).
+        """
+        if catalog is None:
+            catalog = self.catalog()
+        if info is None:
+            info = self.range_field(
+                metric, field, start=start, end=end, source=source, catalog=catalog
+            )
+        if resolution is not None and resolution is not Resolution.RAW:
+            self._within_bound(info, start, end, resolution, limit)
+        found = self._series(info, start, end, resolution, source, limit, catalog)
+        return self._with_band(found, start, end, source, limit, catalog)
+
+    def _within_bound(
+        self,
+        info: MetricInfo,
+        start: Moment | None,
+        end: Moment | None,
+        resolution: Resolution,
+        limit: int,
+    ) -> None:
+        """TooHeavy, before any read, for a series of more buckets than ``limit``.
+
+        The buckets a series can have are bounded by the span of its data in the range
+        (the catalog's extent); where that bound is over ``limit``, by the days of the
+        phone's clock that have data and their points (one row a day, kept by the fold):
+        no more buckets than points, and no more than a day holds on each of those days.
+        So minute buckets over a year of minute data are refused at once, and over a
+        month of three days of data they are read.
+        """
+        span = _span(info, start, end)
+        if bucket_count(span, resolution) <= limit:
+            return
+        day_from, day_to = _day_span(_bound(start), _bound(end))
+        days = [
+            points
+            for metric, _, points in self.journal.metric_days(
+                account_id=self.account.id, metric=info.metric, day_from=day_from, day_to=day_to
+            )
+            if metric == info.metric
+        ]
+
+        def most(r: Resolution) -> int:
+            within_days = (
+                len(days) * bucket_count(timedelta(days=1), r) if r in _SUB_DAY else len(days)
+            )
+            return min(bucket_count(span, r), within_days, sum(days))
+
+        count = most(resolution)
+        if count <= limit:
+            return
+        order = [r for r, _ in WIDTHS] + [Resolution.MONTH]
+        fits = [r for r in order[order.index(resolution) + 1 :] if most(r) <= limit]
+        instead = (
+            f"use {fits[0].value} or coarser, or narrow the range" if fits else "narrow the range"
+        )
+        raise TooHeavy(
+            f"resolution {resolution.value} gives up to {count} buckets over this range, more"
+            f" than {limit} buckets in one read: {instead}"
+        )
+
+    def _with_band(
+        self,
+        series: Series,
+        start: Moment | None,
+        end: Moment | None,
+        source: str | None,
+        limit: int,
+        catalog: Sequence[MetricInfo],
+    ) -> Series:
+        """``series`` with its samples' min and max from the metric's ``min`` and ``max``
+        fields, where it is the ``avg`` of a discrete metric that has both in its unit."""
+        if series.field != "avg" or series.kind is not Kind.DISCRETE:
+            return series
+        sent = {
+            info.field
+            for info in catalog
+            if info.metric == series.metric and info.unit == series.unit
+        }
+        if not {"min", "max"} <= sent:
+            return series
+        raw = series.resolution is Resolution.RAW
+        bounds = []
+        for name in ("min", "max"):
+            info = self.range_field(
+                series.metric, name, start=start, end=end, source=source, catalog=catalog
+            )
+            found = self._series(info, start, end, series.resolution, source, limit, catalog)
+            if found.unit != series.unit:
+                return series  # its main unit is another: nothing to band with
+            bounds.append(
+                {
+                    (s.t, s.source if raw else None): s.min if name == "min" else s.max
+                    for s in found.samples
+                }
+            )
+        lows, highs = bounds
+        for s in series.samples:
+            key = (s.t, s.source if raw else None)
+            low, high = lows.get(key), highs.get(key)
+            if low is not None and (s.min is None or low < s.min):
+                s.min = low
+            if high is not None and (s.max is None or high > s.max):
+                s.max = high
+        return series
+
+    def range_field(
+        self,
+        metric: str,
+        field: str | None = None,
+        *,
+        start: Moment | None = None,
+        end: Moment | None = None,
+        source: str | None = None,
+        catalog: Sequence[MetricInfo] | None = None,
+    ) -> MetricInfo:
+        """``main_field``, in the unit a read of [start, end) takes: for a field stored in
+        several units, the one with the most points there (a week of mmol/L after years
+        of mg/dL reads in mmol/L), so what says the unit and what reads the values agree."""
+        if catalog is None:
+            catalog = self.catalog()
+        main = self.main_field(metric, field, catalog=catalog)
+        units = _units(catalog, metric, main.field)
+        if len(units) == 1:
+            return main
+        chosen = self._range_unit(main, units, start, end, source)
+        return next(i for i in units if i.unit == chosen)
+
+    def _range_unit(
+        self,
+        main: MetricInfo,
+        infos: list[MetricInfo],
+        start: Moment | None,
+        end: Moment | None,
+        source: str | None,
+    ) -> str:
+        """Of a field's units, the one with the most points in [start, end); ``main``'s
+        where none has any."""
+        counts = {
+            info.unit: sum(
+                row.count
+                for row in self.journal.point_buckets(
+                    account_id=self.account.id,
+                    metric=main.metric,
+                    field=main.field,
+                    bucket="month",
+                    start_from=_bound(start),
+                    start_to=_bound(end),
+                    source=source,
+                    unit=info.unit,
+                )
+            )
+            for info in infos
+        }
+        best = max(infos, key=lambda info: (counts[info.unit], info is main, info.points))
+        return best.unit if counts[best.unit] else main.unit
+
+    def _series(
+        self,
+        info: MetricInfo,
+        start: Moment | None,
+        end: Moment | None,
+        resolution: Resolution | None,
+        source: str | None,
+        limit: int,
+        catalog: Sequence[MetricInfo],
+    ) -> Series:
+        """``series`` of the field ``info`` (``range_field``'s), without the band of its
+        Min and Max."""
+        metric = info.metric
+        several = len(_units(catalog, metric, info.field)) > 1
+        unit = info.unit if several else None  # no filter where the field has one unit
+        if resolution is None:  # the dashboard's rule: its zoom is the range
+            resolution = auto_resolution(_as_datetime(start), _as_datetime(end))
+        kind = info.kind
+        # the kept days sum every unit of a field together: not for a field of several
+        by_days = source is None and unit is None and resolution in _BY_DAYS
+        # by days, the kept days say day by day where the rule applies: no read beforehand
+        ruled = not by_days and self.overlaps_possible(info, source, start=start, end=end)
+        if resolution is Resolution.RAW:
+            samples: list[Sample] = []
+            truncated = False
+            points = self.counted_points(
+                metric, info.field, start=start, end=end, source=source, ruled=ruled, unit=unit
+            )
+            for found in points:
+                if len(samples) >= limit:
+                    truncated = True
+                    # end the stream now: its snapshot is not held until collected
+                    points.close()
+                    break
+                p = found.item.point
+                t = local_text(p.start, p.utc_offset)
+                assert t is not None
+                value = found.counted
+                samples.append(Sample(t, value, value, value, 1, p.source))
+            return Series(metric, info.field, info.unit, kind, resolution, samples, truncated)
+        if by_days:
+            kept = self._by_days(metric, info, start, end, resolution)
+            return Series(
+                metric, info.field, info.unit, kind, resolution, kept[:limit], len(kept) > limit
+            )
+        if ruled:
+            counted = self.counted_points(
+                metric, info.field, start=start, end=end, source=source, unit=unit
+            )
+            rows = overlap.buckets(counted, resolution.value)
+        else:
+            rows = self.journal.point_buckets(
+                account_id=self.account.id,
+                metric=metric,
+                field=info.field,
+                bucket=resolution.value,  # type: ignore[arg-type]
+                start_from=_bound(start),
+                start_to=_bound(end),
+                source=source,
+                unit=unit,
+            )
+        samples = [_sample(row, kind) for row in rows[:limit]]
+        return Series(metric, info.field, info.unit, kind, resolution, samples, len(rows) > limit)
+
+    def _by_days(
+        self,
+        metric: str,
+        info: MetricInfo,
+        start: Moment | None,
+        end: Moment | None,
+        resolution: Resolution,
+    ) -> list[Sample]:
+        """Days, weeks or months from the days the fold keeps summed (point_day_sums).
+
+        A kept day counts as it is when the range holds all of it and the overlap rule
+        cannot count it otherwise (one source, or a discrete metric; one origin). The
+        other days the range reaches (cut by its ends, or where sources or origins
+        overlap) are summed from their points, as any other read does: so the cost
+        follows the days, and the numbers are the points' own.
+        """
+        low, high = _bound(start), _bound(end)
+        day_from, day_to = _day_span(low, high)
+        may = self._may_overlap(info)
+        by_day = resolution is Resolution.DAY
+        cumulative = info.kind is Kind.CUMULATIVE
+        rows: dict[str, Sample] = {}  # by_day: the samples themselves
+        days: dict[str, overlap.Sums] = {}
+        rest: list[DaySum] = []
+        for kept in self.journal.day_sums(
+            account_id=self.account.id,
+            metric=metric,
+            field=info.field,
+            day_from=day_from,
+            day_to=day_to,
+        ):
+            # a read of years makes this loop its hot path: the row unpacked once
+            day, points, valued, total, least, most, earliest, latest, _, _ = kept
+            reached = _day_in(day, earliest, latest, low, high)
+            if reached is None:
+                continue  # none of the day's points is in the range
+            if reached and not (may and _mixed(kept, info)):
+                if by_day:  # the day's sample itself, no sums to add up
+                    value = total if cumulative or total is None else total / valued
+                    rows[day] = Sample(day, value, least, most, points)
+                else:
+                    days[day] = overlap.Sums(points, valued, total, least, most)
+            else:
+                rest.append(kept)
+        for run in runs_of_days(rest, lambda kept: date.fromisoformat(kept.day)):
+            # each run of consecutive days on its own: a range cut at both ends reads
+            # the points of its first and last days, not of every day between
+            wanted = {kept.day for kept in run}
+            lowest = min(kept.first for kept in run)
+            latest = max(kept.last for kept in run)
+            after = _moved(from_text(latest), timedelta(microseconds=1))
+            counted = self.counted_points(
+                metric,
+                info.field,
+                start=_tighter(low, lowest, run[0].day, later=False),
+                end=_tighter(high, after, run[-1].day, later=True),
+                ruled=may and any(_mixed(kept, info) for kept in run),
+            )
+            for day, sums in overlap.sums_by(counted, "day").items():
+                if day in wanted:
+                    if by_day:
+                        rows[day] = _sample(sums.row(day), info.kind)
+                    else:
+                        days[day] = sums
+        if by_day:
+            return [rows[day] for day in sorted(rows)]
+        return [_sample(row, info.kind) for row in overlap.roll_up(days, resolution.value)]
+
+    def daily(
+        self,
+        metrics: Sequence[str],
+        *,
+        start: Moment | None = None,
+        end: Moment | None = None,
+        catalog: Sequence[MetricInfo] | None = None,
+    ) -> list[dict[str, Any]]:
+        """A day a row: for each metric its day's value (sum or average), in day order."""
+        days: dict[str, dict[str, Any]] = {}
+        if catalog is None:
+            catalog = self.catalog()
+        for metric in metrics:
+            series = self.series(
+                metric, start=start, end=end, resolution=Resolution.DAY, catalog=catalog
+            )
+            for sample in series.samples:
+                days.setdefault(sample.t, {"day": sample.t})[metric] = sample.value
+        return [days[day] for day in sorted(days)]
+
+    def day_totals(self) -> Iterator[tuple[str, str, str, str, str, float | None, int]]:
+        """Every metric's days as ``daily`` gives them, for the SQL tool's ``my_daily``:
+        (metric, field, unit, value_is, day, value, points). ``value`` is what the other
+        tools count: a cumulative metric's day sum with overlapping sources counted once,
+        a discrete one's average."""
+        catalog = self.catalog()
+        for metric in sorted({info.metric for info in catalog}):
+            series = self.series(
+                metric, resolution=Resolution.DAY, catalog=catalog, limit=1_000_000
+            )
+            value_is = "sum" if series.kind is Kind.CUMULATIVE else "average"
+            for s in series.samples:
+                yield metric, series.field, series.unit, value_is, s.t, s.value, s.count
