@@ -1,6 +1,7 @@
 """What ``status``, ``deliveries``, ``fold``, ``replay`` and ``reconcile`` print.
 
-Each report has a dict (``--json``) and a text for a person. Text from a body (section
+Each report has a dict (``--json``) and a text for a person; a delivery's dict is the
+dashboard's too (``healthlog.reads.shapes.delivery_dict``). Text from a body (section
 names, uncovered keys) goes through ``terminal.shown``; yes and no are words, not
 Python's ``True``/``False``; sizes and counts are grouped by thousands.
 """
@@ -14,6 +15,7 @@ from healthlog import ids
 from healthlog.fold.classify import CRASHED
 from healthlog.journal.port import Summary
 from healthlog.model import Delivery
+from healthlog.reads.shapes import delivery_dict as delivery_dict  # deliveries --json
 from healthlog.terminal import shown
 
 OUTCOMES = ("parsed", "partial", "failed", "deferred")
@@ -75,23 +77,6 @@ def status_text(summary: Summary, bodies_removed: int = 0) -> str:
             + ", ".join(f"{shown(k)} ({n})" for k, n in summary.uncovered.items())
         )
     return "\n".join(lines)
-
-
-def delivery_dict(d: Delivery) -> dict[str, Any]:
-    return {
-        "id": d.id,
-        "account_id": d.account_id,
-        "received_at": d.received_at.isoformat(),
-        "status": d.status.value,
-        "size": d.size,
-        "points": d.points,
-        "records": d.records,
-        "repeated": d.repeated,
-        "uncovered": list(d.uncovered),
-        "failure": d.failure,
-        "attempts": d.attempts,
-        "body_removed": d.body_removed_at is not None,
-    }
 
 
 _HEAD = (

@@ -35,6 +35,7 @@ from healthlog.config import Settings
 from healthlog.errors import HealthlogError, needs_extra
 from healthlog.journal import migrate
 from healthlog.journal.port import Journal
+from healthlog.reads import shapes
 
 try:  # the extra's parts: pydantic and pydantic_core come with mcp
     from mcp.server.mcpserver import Context, MCPServer
@@ -502,7 +503,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             top = _limit("limit", limit, 500)
             clock = Clock(account.time_zone, time_zone)
             first, last = clock.range(start, end)
-            rows = [_workout_head(w, clock) for w in r.workouts(start=first, end=last)]
+            rows = [shapes.workout_head(w, clock.show) for w in r.workouts(start=first, end=last)]
             shown, cut = _cut(rows, top, "narrow the range (start, end)")
             return {"workouts": shown, **cut}
 
@@ -526,7 +527,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             clock = Clock(account.time_zone, time_zone)
             w = r.workout(identity)
             summary = w.route_summary()
-            out = _workout_head(w, clock) | {
+            out = shapes.workout_head(w, clock.show) | {
                 "body": w.body,
                 "series": sorted(w.series),
                 "heart_rate": _stats(w.heart_rate_stats()),
@@ -586,13 +587,9 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             clock = Clock(account.time_zone, time_zone)
             first, last = clock.range(start, end)
             r.require_section(section)
-            rows = r.records(section, start=first, end=last, with_items=include_series)
-            for row in rows:
-                row["start"], row["end"] = clock.show(row["start"]), clock.show(row["end"])
-                for items in row.get("series", {}).values():
-                    for item in items:
-                        if "t" in item:
-                            item["t"] = clock.show(item["t"])
+            rows = r.records(
+                section, start=first, end=last, with_items=include_series, show=clock.show
+            )
             shown, cut = _cut(rows, top, "narrow the range (start, end)")
             return {"section": section, "records": shown, **cut}
 
@@ -710,24 +707,6 @@ def _stats(stats: reads.HeartRateStats | None) -> dict[str, Any] | None:
         "avg": stats.avg,
         "max": stats.max,
         "unit": stats.unit,
-    }
-
-
-def _workout_head(w: reads.Workout, clock: Clock) -> dict[str, Any]:
-    body = w.body
-    return {
-        "identity": w.identity,
-        "name": w.name,
-        "start": clock.show(w.start),
-        "end": clock.show(w.end),
-        "source": w.source,
-        "duration_s": body.get("duration"),
-        "location": body.get("location"),
-        **{
-            key: body[key]
-            for key in ("distance", "activeEnergyBurned", "activeEnergy", "totalEnergy")
-            if isinstance(body.get(key), dict)
-        },
     }
 
 

@@ -1,8 +1,9 @@
 """Records out of the showcase: JSON lines, CSV, and workouts as GeoJSON or GPX.
 
-Pure writers over ``StoredRecord``s; ``healthlog export --section`` picks one. Times are
-the stored UTC text (``2021-12-24T00:04:00.000000Z``), which GeoJSON properties and GPX
-``<time>`` (xsd:dateTime) both accept.
+Pure writers over ``StoredRecord``s; ``healthlog export --section`` picks one. A record's
+fields are ``healthlog.reads.shapes.stored_record``'s. Times are the stored UTC text
+(``2021-12-24T00:04:00.000000Z``), which GeoJSON properties and GPX ``<time>``
+(xsd:dateTime) both accept.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-import orjson
-
 from healthlog.journal.port import StoredRecord
 from healthlog.model import Item
+from healthlog.reads.shapes import stored_record
 
 FORMATS = ("csv", "jsonl", "geojson", "gpx")
 #: formats that draw a route: workouts only
@@ -28,39 +28,15 @@ CSV_COLUMNS = [
 ]  # fmt: skip
 
 
-def _item(item: Item) -> dict[str, Any]:
-    row: dict[str, Any] = {k: v for k, v in item._asdict().items() if v is not None}
-    if item.extra:
-        row["extra"] = orjson.loads(item.extra)
-    return row
-
-
-def as_dict(stored: StoredRecord) -> dict[str, Any]:
-    r = stored.record
-    return {
-        "account_id": stored.account_id,
-        "section": r.section,
-        "identity": r.identity,
-        "start": r.start,
-        "end": r.end,
-        "utc_offset": r.utc_offset,
-        "name": r.name,
-        "source": r.source,
-        "body": orjson.loads(r.body),
-        "items": [_item(i) for i in r.items],
-        "delivery_id": stored.delivery_id,
-    }
-
-
 def write(records: Iterable[StoredRecord], out: IO[str], fmt: str) -> None:
     if fmt == "jsonl":
         for stored in records:
-            out.write(json.dumps(as_dict(stored), ensure_ascii=False) + "\n")
+            out.write(json.dumps(stored_record(stored), ensure_ascii=False) + "\n")
     elif fmt == "csv":
         writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
         writer.writeheader()
         for stored in records:
-            row = as_dict(stored)
+            row = stored_record(stored)
             row["body"] = stored.record.body
             row["items"] = len(stored.record.items)  # the series are in jsonl
             writer.writerow(row)
@@ -87,7 +63,7 @@ def _geojson(records: Iterable[StoredRecord], out: IO[str]) -> None:
         route = _route(stored)
         coordinates = [[i.lon, i.lat] if i.alt is None else [i.lon, i.lat, i.alt] for i in route]
         geometry = {"type": "LineString", "coordinates": coordinates} if route else None
-        properties = {k: v for k, v in as_dict(stored).items() if k != "items"}
+        properties = {k: v for k, v in stored_record(stored).items() if k != "items"}
         properties["times"] = [i.t for i in route]
         feature = {"type": "Feature", "geometry": geometry, "properties": properties}
         out.write(("," if n else "") + json.dumps(feature, ensure_ascii=False))
@@ -120,4 +96,4 @@ def _trkpt(item: Item) -> str:
 
 
 def rows(records: Iterable[StoredRecord]) -> Iterator[dict[str, Any]]:
-    return (as_dict(r) for r in records)
+    return (stored_record(r) for r in records)

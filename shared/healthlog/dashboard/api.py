@@ -20,7 +20,8 @@ from healthlog.archive.port import Archive
 from healthlog.clock import UnknownZone, zone_named
 from healthlog.dashboard.app import DashboardError
 from healthlog.errors import ArchiveUnavailable, BodyMissing
-from healthlog.model import Delivery, ParseStatus
+from healthlog.model import ParseStatus
+from healthlog.reads import shapes
 
 api = Blueprint("api", __name__, url_prefix="/api")
 
@@ -263,23 +264,10 @@ def sleep() -> Any:
     }
 
 
-def _workout_head(w: reads.Workout) -> dict[str, Any]:
-    body = w.body
-    return {
-        "identity": w.identity,
-        "name": w.name,
-        "start": w.start,
-        "end": w.end,
-        "source": w.source,
-        "duration": body.get("duration"),
-        "location": body.get("location"),
-    }
-
-
 @api.get("/workouts")
 def workouts() -> Any:
     """The workouts in [start, end), without their series."""
-    return {"workouts": [_workout_head(w) for w in _reads().workouts(**_range())]}
+    return {"workouts": [shapes.workout_head(w) for w in _reads().workouts(**_range())]}
 
 
 def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
@@ -293,7 +281,7 @@ def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
 def workout(identity: str) -> Any:
     """One workout: its fields, heart-rate series, route (lon/lat/alt) and route summary."""
     w = _reads().workout(identity)
-    return _workout_head(w) | {
+    return shapes.workout_head(w) | {
         "body": w.body,
         "series": sorted(w.series),
         "heart_rate": _items(w, "heartRateData"),
@@ -321,38 +309,12 @@ def records(section: str) -> Any:
     if section not in r.sections():
         raise DashboardError(404, f"no records of section {section!r} in this account's data")
     with_items = request.args.get("items") in ("1", "true", "yes")
-    return {
-        "section": section,
-        "records": r.records(section, with_items=with_items, **_range()),
-    }
+    bounds = _range()
+    found = r.records(section, start=bounds["start"], end=bounds["end"], with_items=with_items)
+    return {"section": section, "records": found}
 
 
 # --- deliveries -------------------------------------------------------------------------------
-
-
-def delivery_dict(d: Delivery, *, full: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": d.id,
-        "received_at": d.received_at.isoformat(),
-        "status": d.status.value,
-        "size": d.size,
-        "content_type": d.content_type,
-        "points": d.points,
-        "records": d.records,
-        "uncovered": list(d.uncovered),
-        "failure": d.failure,
-        # when retention removed the body: then there is nothing to download
-        "body_removed_at": d.body_removed_at.isoformat() if d.body_removed_at else None,
-    }
-    if full:
-        out |= {
-            "archive_key": d.archive_key,
-            "attempts": d.attempts,
-            "folded_at": d.folded_at.isoformat() if d.folded_at else None,
-            "headers": dict(d.headers),
-            "body_url": None if d.body_removed_at else f"/api/deliveries/{d.id}/body",
-        }
-    return out
 
 
 def body_removed_text(removed: datetime) -> str:
@@ -377,7 +339,7 @@ def deliveries() -> Any:
     rows = r.journal.deliveries(
         status=chosen, account_id=r.account.id, limit=limit, newest_first=True
     )
-    return {"deliveries": [delivery_dict(d) for d in rows]}
+    return {"deliveries": [shapes.delivery_dict(d) for d in rows]}
 
 
 @api.get("/deliveries/<delivery_id>")
@@ -385,7 +347,8 @@ def delivery(delivery_id: str) -> Any:
     """One delivery: headers as stored, outcome, failure class, uncovered keys, points."""
     r = _reads()
     found = r.delivery(delivery_id)
-    return delivery_dict(found, full=True)
+    body_url = None if found.body_removed_at else f"/api/deliveries/{found.id}/body"
+    return shapes.delivery_dict(found, full=True) | {"body_url": body_url}
 
 
 _EXTENSIONS = {

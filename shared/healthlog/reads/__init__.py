@@ -13,7 +13,8 @@ made of one mixin per question, each in its module:
 * ``base``: one account of one journal (``Reads.of``), its imports read once;
 * ``counting``: the overlap rule's plumbing (``counted_points``, ``counted_stream``);
 * ``series``: the catalog, a field's series, a day a row;
-* ``sleep``, ``workouts``, ``records``, ``coverage``, ``deliveries``: those questions.
+* ``sleep``, ``workouts``, ``records``, ``coverage``, ``deliveries``: those questions;
+* ``shapes``: the JSON of a workout's head, a record and a delivery, for every interface.
 
 Resolutions are computed in the database (``Journal.point_buckets``), so a read returns
 at most a few thousand rows whatever the range. Times:
@@ -38,7 +39,7 @@ from healthlog.reads.bounds import local_text, widened
 from healthlog.reads.counting import counted_stream
 from healthlog.reads.coverage import DAILY_SHARE, CoverageReads, find_gaps
 from healthlog.reads.deliveries import DeliveryReads
-from healthlog.reads.records import RecordReads, record_dict
+from healthlog.reads.records import RecordReads
 from healthlog.reads.resolution import (
     MAX_BUCKETS,
     WIDTHS,
@@ -49,6 +50,7 @@ from healthlog.reads.resolution import (
     sample_time,
 )
 from healthlog.reads.series import SeriesReads
+from healthlog.reads.shapes import record_dict
 from healthlog.reads.sleep import SleepReads
 from healthlog.reads.values import (
     CUMULATIVE,
