@@ -23,14 +23,52 @@ from healthlog.errors import (
     WriteInterrupted,
 )
 from healthlog.fold.classify import CRASHED, SUSPECT, _classify
-from healthlog.fold.steps import Progress, StepFold, folds_in_steps
+from healthlog.fold.steps import Progress, State, StepFold, folds_in_steps
 from healthlog.journal.driver import write_bound
 from healthlog.journal.port import Journal
-from healthlog.model import Delivery, Outcome, OutcomeClass, ParseResult, ParseStatus, status_for
+from healthlog.model import (
+    Delivery,
+    Outcome,
+    OutcomeClass,
+    ParseResult,
+    ParseStatus,
+    Point,
+    Record,
+    Step,
+    status_for,
+)
 
 logger = logging.getLogger("healthlog.fold")
 
 Parse = Callable[..., ParseResult]
+
+
+def _slices(result: ParseResult, size: int) -> list[tuple[int, list[Point], list[Record]]]:
+    """A parsed body's points and records in runs of about ``size`` points and items,
+    each with how far into the body it reaches (points, then records and their items,
+    in the parser's order, which is the same each time the body is parsed): one run
+    for a body within ``size``."""
+    size = max(1, size)
+    points, records = result.points, result.records
+    total = len(points) + sum(1 + len(r.items) for r in records)
+    if total <= size:
+        return [(total, points, records)]
+    runs: list[tuple[int, list[Point], list[Record]]] = []
+    reach = 0
+    for at in range(0, len(points), size):
+        chunk = points[at : at + size]
+        reach += len(chunk)
+        runs.append((reach, chunk, []))
+    held: list[Record] = []
+    for record in records:
+        held.append(record)
+        reach += 1 + len(record.items)
+        if sum(1 + len(r.items) for r in held) >= size:
+            runs.append((reach, [], held))
+            held = []
+    if held:
+        runs.append((reach, [], held))
+    return runs
 
 
 def _default_parse() -> Parse:
@@ -178,16 +216,7 @@ class Player:
                 own = time.monotonic() + (started + self._options.deadline_s - self._clock())
                 try:
                     with write_bound(own if until is None else min(own, until)):
-                        self._journal.write_outcome(
-                            delivery_id,
-                            expected=delivery.status,
-                            status=status,
-                            uncovered=result.uncovered,
-                            failure=None,
-                            points=result.points,
-                            records=result.records,
-                            repeated=result.repeated,
-                        )
+                        self._write(delivery, status, result)
                 except WriteInterrupted as exc:
                     if until is not None and until < own:
                         raise  # the pass's time, which others used: stays pending
@@ -219,6 +248,68 @@ class Player:
                 # a process of the fold's that died (ReaderDied) is a crash: counted
                 self._release(delivery_id)
             return self._done(delivery_id, klass, uncovered, 0, reason, started)
+
+    def _write(self, delivery: Delivery, status: ParseStatus, result: ParseResult) -> None:
+        """The body's points, records and outcome: in one transaction, or, for a body of
+        more than ``step_points`` points and items, in steps of about that many, each its
+        own transaction, the outcome with the last (docs/architecture.md, "Folds in
+        steps"): the journal's write lock is held for one step at a time, so another
+        account's delivery is taken between two. A fold whose process died between two
+        steps goes on after the last one committed (its position counts the points and
+        items written), as an import's does."""
+        parts = _slices(result, self._options.step_points)
+        if len(parts) == 1:
+            self._journal.write_outcome(
+                delivery.id,
+                expected=delivery.status,
+                status=status,
+                uncovered=result.uncovered,
+                failure=None,
+                points=result.points,
+                records=result.records,
+                repeated=result.repeated,
+            )
+            return
+        resuming = delivery.status is ParseStatus.PENDING and delivery.fold_position > 0
+        done = delivery.fold_position if resuming else 0
+        expected = delivery.status
+        points = records = steps = 0
+        for n, (reach, some_points, some_records) in enumerate(parts, 1):
+            points += len(some_points)
+            records += len(some_records)
+            steps += 1
+            if reach <= done:
+                continue  # written by the fold that died after it
+            step = Step(
+                after=done,
+                position=reach,
+                points=points,
+                state=State(
+                    points=points, records=records, repeated=result.repeated, steps=steps
+                ).to_json(),
+                records=records,
+                repeated=result.repeated,
+            )
+            if n == len(parts):
+                self._journal.write_outcome(
+                    delivery.id,
+                    expected=expected,
+                    status=status,
+                    uncovered=result.uncovered,
+                    failure=None,
+                    points=some_points,
+                    records=some_records,
+                    step=step,
+                )
+            else:
+                self._journal.write_step(
+                    delivery.id,
+                    expected=expected,
+                    step=step,
+                    points=some_points,
+                    records=some_records,
+                )
+                expected, done = ParseStatus.PENDING, reach
 
     def _write_failure(
         self,
