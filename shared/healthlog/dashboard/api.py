@@ -336,9 +336,7 @@ def deliveries() -> Any:
         known = ", ".join(s.value for s in ParseStatus)
         raise DashboardError(400, f"status: one of {known}") from None
     limit = _int("limit", 100, 10_000)
-    rows = r.journal.deliveries(
-        status=chosen, account_id=r.account.id, limit=limit, newest_first=True
-    )
+    rows = r.deliveries(limit=limit, status=chosen)
     return {"deliveries": [shapes.delivery_dict(d) for d in rows]}
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from healthlog.journal.port import Summary
-from healthlog.model import Delivery
+from healthlog.model import Delivery, ParseStatus
 from healthlog.reads.base import Base
 from healthlog.reads.values import NotFound
 
@@ -14,8 +14,11 @@ class DeliveryReads(Base):
     def status(self) -> Summary:
         return self.journal.summary(self.account.id)
 
-    def deliveries(self, *, limit: int = 100) -> list[Delivery]:
-        return self.journal.deliveries(account_id=self.account.id, limit=limit, newest_first=True)
+    def deliveries(self, *, limit: int = 100, status: ParseStatus | None = None) -> list[Delivery]:
+        """The account's deliveries, newest first; ``status``: only those of it."""
+        return self.journal.deliveries(
+            status=status, account_id=self.account.id, limit=limit, newest_first=True
+        )
 
     def delivery(self, delivery_id: str) -> Delivery:
         found = self.journal.get_delivery(delivery_id)
