@@ -154,10 +154,18 @@ def test_dashboard_benchmark_times_every_read_a_page_makes_against_a_scan_floor(
         "overview", "catalog", "resting_heart_rate_per_day", "heart_rate_year_auto",
         "heart_rate_last_day_auto", "sleep_last_month", "workouts_last_week",
         "one_workout_with_route", "coverage_every_metric",
+        "steps_all_minutes_refused", "heart_rate_all_minutes_refused",
+        "steps_most_hours_two_sources", "heart_rate_most_hours", "heart_rate_raw_year",
     }  # fmt: skip
     assert all(v > 0 for v in report["seconds"].values())
     assert all(v > 0 for v in report["answer_chars"].values())
     assert report["slowest"] in report["seconds"]
+    # peak RSS per read and 8 heavy requests at once, each answered or told "busy"
+    assert set(report["peak_rss_mib"]) == set(report["seconds"])
+    assert all(v is None or v > 0 for v in report["peak_rss_mib"].values())
+    at_once = report["at_once"]
+    assert at_once["requests"] == 8 and at_once["answered"] + at_once["busy"] == 8
+    assert at_once["other"] == 0 and at_once["answered"] >= 2
 
 
 def test_applehealth_benchmark_reads_two_sizes_against_a_bare_iterparse() -> None:
