@@ -365,22 +365,19 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             top = _limit("limit", limit, 2000)
             clock = Clock(account.time_zone, time_zone)
             first, last = clock.range(start, end)
-            known = r.catalog()
-            info = r.range_field(metric, field, start=first, end=last, source=source, catalog=known)
-            chosen = reads.Resolution(resolution) if resolution else None
-            if chosen is None:
-                chosen = reads.resolution_for(info, first, last, max_buckets=top)
-            series = r.series(
-                metric,
-                field=info.field,
-                start=first,
-                end=last,
-                resolution=chosen,
-                source=source,
-                limit=top,
-                catalog=known,
-                info=info,
+            asked = r.ask(
+                reads.SeriesQuery(
+                    metric,
+                    field=field,
+                    source=source,
+                    start=first,
+                    end=last,
+                    resolution=reads.Resolution(resolution) if resolution else None,
+                    max_buckets=top,
+                    limit=top,
+                )
             )
+            series, known, chosen = asked.series, asked.catalog, asked.series.resolution
             out: dict[str, Any] = {
                 "metric": metric,
                 "field": series.field,

@@ -41,8 +41,8 @@ from healthlog.reads import (
     Reads,
     Resolution,
     Series,
+    SeriesQuery,
     next_bucket,
-    resolution_for,
     sample_time,
 )
 
@@ -149,21 +149,18 @@ def plot_metric(
         if not nights:
             raise NothingToPlot(_empty(metric, None, start, end, fields))
         return plot_nights(nights, path)
-    catalog = reads.catalog()  # read once for every field looked up below
-    # the unit the read takes (a field stored in two), so its extent picks the resolution
-    info = reads.range_field(metric, field, start=start, end=end, source=source, catalog=catalog)
-    if resolution is None:
-        resolution = resolution_for(info, start, end, PLOT_BUCKETS)
-    series = reads.series(
-        metric,
-        field=info.field,
-        start=start,
-        end=end,
-        resolution=resolution,
-        source=source,
-        catalog=catalog,
-        info=info,
+    asked = reads.ask(
+        SeriesQuery(
+            metric,
+            field=field,
+            source=source,
+            start=start,
+            end=end,
+            resolution=resolution,
+            max_buckets=PLOT_BUCKETS,
+        )
     )
+    series, info = asked.series, asked.info
     if not any(s.value is not None for s in series.samples):
         raise NothingToPlot(_empty(metric, info.field, start, end, [info], source))
     return plot_series(series, path)

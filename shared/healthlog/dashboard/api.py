@@ -166,7 +166,8 @@ def catalog() -> Any:
 @api.get("/series")
 @_heavy
 def series() -> Any:
-    """One metric field over [start, end) at a resolution (default: chosen from the range)."""
+    """One metric field over [start, end) at a resolution (default: the finest under
+    2000 buckets over the range as given: the chart's zoom)."""
     metric = request.args.get("metric")
     if not metric:
         raise DashboardError(400, "metric: required")
@@ -177,25 +178,23 @@ def series() -> Any:
         known = ", ".join(r.value for r in reads.Resolution)
         raise DashboardError(400, f"resolution: one of {known}") from None
     r = _reads()
-    catalog = r.catalog()  # read once, for the field, the series and the other fields
     bounds = _range()
-    start, end = bounds["start"], bounds["end"]
-    source = request.args.get("source") or None
-    # in the unit the series reads (a field stored in two), for its sources and extent
-    field = request.args.get("field") or None
-    info = r.range_field(metric, field, start=start, end=end, source=source, catalog=catalog)
-    found = r.series(
-        metric,
-        resolution=resolution,
-        source=source,
-        start=start,
-        end=end,
-        catalog=catalog,
-        info=info,
+    asked = r.ask(
+        reads.SeriesQuery(
+            metric,
+            field=request.args.get("field") or None,
+            source=request.args.get("source") or None,
+            start=bounds["start"],
+            end=bounds["end"],
+            resolution=resolution,
+            over_range=True,  # the chart's zoom: the range as given, days for all of it
+        )
     )
-    return found.as_dict() | {
+    # the field in the unit the series reads (a field stored in two): its sources, extent
+    info = asked.info
+    return asked.series.as_dict() | {
         "sources": list(info.sources),
-        "fields": r.field_names(metric, catalog),
+        "fields": r.field_names(metric, asked.catalog),
         "first": info.first,
         "last": info.last,
         **_shown(bounds),

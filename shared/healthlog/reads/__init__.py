@@ -49,7 +49,7 @@ from healthlog.reads.resolution import (
     resolution_for,
     sample_time,
 )
-from healthlog.reads.series import SeriesReads
+from healthlog.reads.series import SeriesAnswer, SeriesQuery, SeriesReads
 from healthlog.reads.shapes import record_dict
 from healthlog.reads.sleep import SleepReads
 from healthlog.reads.values import (
@@ -94,6 +94,8 @@ __all__ = [
     "RouteSummary",
     "Sample",
     "Series",
+    "SeriesAnswer",
+    "SeriesQuery",
     "Split",
     "TooHeavy",
     "UnknownName",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
@@ -31,10 +32,12 @@ from healthlog.reads.counting import Counting, _mixed
 from healthlog.reads.resolution import (
     _BY_DAYS,
     _SUB_DAY,
+    MAX_BUCKETS,
     WIDTHS,
     _span,
     auto_resolution,
     bucket_count,
+    resolution_for,
 )
 from healthlog.reads.values import (
     MAIN_FIELDS,
@@ -49,6 +52,41 @@ from healthlog.reads.values import (
     kind_of,
     unknown_name,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesQuery:
+    """One question of a series, as every interface asks it (``SeriesReads.ask``): the
+    command line's ``plot``, the dashboard's ``/api/series``, the MCP ``metric_series``
+    tool and the Python API parse their input into one and render the answer.
+
+    ``start`` and ``end`` are bounds as every read takes them (``healthlog.clock``,
+    docs/time.md). Without a ``resolution``, the finest whose buckets stay under
+    ``max_buckets`` (a picture wants fewer than a chart, a chart fewer than a table):
+    over the field's data in the range, or, with ``over_range``, over the range as
+    given (a chart's zoom: days for the whole history); ``limit`` bounds what one read
+    gives (raw points, or buckets: more is ``TooHeavy``, at once).
+    """
+
+    metric: str
+    field: str | None = None
+    source: str | None = None
+    start: Moment | None = None
+    end: Moment | None = None
+    resolution: Resolution | None = None
+    max_buckets: int = MAX_BUCKETS
+    limit: int = MAX_ROWS
+    over_range: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesAnswer:
+    """A series and what it was read with: the field in the unit the range reads (its
+    sources and extent), and the catalog read once for it."""
+
+    series: Series
+    info: MetricInfo
+    catalog: Sequence[MetricInfo]
 
 
 def _units(catalog: Sequence[MetricInfo], metric: str, field: str) -> list[MetricInfo]:
@@ -132,6 +170,34 @@ class SeriesReads(Counting):
         return fields[0]
 
     # --- one metric ---------------------------------------------------------------------
+
+    def ask(self, query: SeriesQuery) -> SeriesAnswer:
+        """The one place a series is chosen and read: the catalog once, the field and
+        the unit the range reads (``range_field``), the resolution (the query's, else
+        ``resolution_for`` over the field's data in the range), then ``series`` (the
+        bound, the band, the cut to the range)."""
+        catalog = self.catalog()
+        start, end, source = query.start, query.end, query.source
+        info = self.range_field(
+            query.metric, query.field, start=start, end=end, source=source, catalog=catalog
+        )
+        resolution = query.resolution
+        if resolution is None and query.over_range:
+            resolution = auto_resolution(_as_datetime(start), _as_datetime(end), query.max_buckets)
+        elif resolution is None:
+            resolution = resolution_for(info, start, end, query.max_buckets)
+        found = self.series(
+            query.metric,
+            field=info.field,
+            start=start,
+            end=end,
+            resolution=resolution,
+            source=source,
+            limit=query.limit,
+            catalog=catalog,
+            info=info,
+        )
+        return SeriesAnswer(found, info, catalog)
 
     def series(
         self,
