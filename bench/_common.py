@@ -344,7 +344,7 @@ def fill(
 
 
 def function_name(key: tuple[str, int, str]) -> str:
-    """A pstats key as a short name: ``healthlog/reads.py:451(series)``."""
+    """A pstats key as a short name: ``healthlog/reads/series.py:202(series)``."""
     path, line, name = key
     if path == "~":  # a builtin: pstats names it "<method 'fsync' ...>" already
         return name

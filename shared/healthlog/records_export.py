@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from collections.abc import Iterable
+from typing import IO
 from xml.sax.saxutils import escape, quoteattr
 
 from healthlog.journal.port import StoredRecord
@@ -93,7 +93,3 @@ def _trkpt(item: Item) -> str:
     inner += "" if item.t is None else f"<time>{escape(item.t)}</time>"
     where = f"lat={quoteattr(str(item.lat))} lon={quoteattr(str(item.lon))}"
     return f"    <trkpt {where}>{inner}</trkpt>\n"
-
-
-def rows(records: Iterable[StoredRecord]) -> Iterator[dict[str, Any]]:
-    return (stored_record(r) for r in records)

@@ -50,7 +50,11 @@ def auto_resolution(
     """The finest resolution whose buckets over [start, end) stay under ``max_buckets``."""
     if start is None or end is None:
         return Resolution.DAY
-    span = end - start
+    return _finest(end - start, max_buckets)
+
+
+def _finest(span: timedelta, max_buckets: int) -> Resolution:
+    """The finest resolution whose buckets over ``span`` stay under ``max_buckets``."""
     for resolution, width in WIDTHS:
         if span / width <= max_buckets:
             return resolution
@@ -83,13 +87,7 @@ def resolution_for(
 ) -> Resolution:
     """A series' default resolution for ``plot`` and the MCP tools: the finest whose
     buckets over the part of [start, end) where ``info``'s field has data stay under
-    ``max_buckets`` (a picture wants fewer than a table). ``Reads.series`` without a
-    resolution (the dashboard) chooses over the range as given: its zoom. A wall-clock
-    bound is read as UTC here: it moves the span by hours at most."""
-    first, last = from_text(info.first), from_text(info.last) + timedelta(minutes=1)
-    low, high = _as_datetime(start), _as_datetime(end)
-    if low is not None:
-        first = max(first, low)
-    if high is not None:
-        last = min(last, high)
-    return auto_resolution(first, max(first, last), max_buckets)
+    ``max_buckets`` (a picture wants fewer than a table; ``Reads.ask``: the dashboard's
+    chart chooses over the range as given instead, its zoom). A wall-clock bound is read
+    as UTC here (``_span``): it moves the span by hours at most."""
+    return _finest(_span(info, start, end), max_buckets)
