@@ -471,15 +471,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
             clock = Clock(account.time_zone, time_zone)
             first, last = clock.range(start, end)
             nights = [
-                {
-                    "night": n.night,
-                    "asleep_h": round(n.asleep_h, 4),
-                    "stages_h": n.stages,
-                    "start": clock.show(n.start),
-                    "end": clock.show(n.end),
-                    "source": n.source,
-                }
-                for n in r.sleep_nights(start=first, end=last)
+                shapes.night_dict(n, clock.show) for n in r.sleep_nights(start=first, end=last)
             ]
             shown, cut = _cut(nights, top, "narrow the range (start, end)")
             return {"unit": "hr", "nights": shown, **cut}

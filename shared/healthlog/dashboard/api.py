@@ -247,20 +247,7 @@ def coverage() -> Any:
 @api.get("/sleep")
 def sleep() -> Any:
     """Sleep per night: hours per stage, from the source with the most sleep that night."""
-    nights = _reads().sleep_nights(**_range())
-    return {
-        "nights": [
-            {
-                "night": n.night,
-                "source": n.source,
-                "stages": n.stages,
-                "asleep_h": round(n.asleep_h, 4),
-                "start": n.start,
-                "end": n.end,
-            }
-            for n in nights
-        ]
-    }
+    return {"nights": [shapes.night_dict(n) for n in _reads().sleep_nights(**_range())]}
 
 
 @api.get("/workouts")

@@ -1,4 +1,4 @@
-"""One place for the JSON of a workout's head, a record and a delivery.
+"""One place for the JSON of a workout's head, a record, a night and a delivery.
 
 Every interface renders these as they are, so a key means one thing everywhere: the
 dashboard's ``/api``, the MCP tools, ``healthlog deliveries --json`` and ``healthlog
@@ -21,6 +21,7 @@ import orjson
 from healthlog.journal.port import StoredRecord
 from healthlog.model import Delivery, Item, Record
 from healthlog.reads.bounds import local_text
+from healthlog.reads.values import Night
 from healthlog.reads.workouts import Workout
 
 #: how an interface shows a time with its offset (None: no time)
@@ -51,6 +52,21 @@ def workout_head(w: Workout, show: Show = as_is) -> dict[str, Any]:
         "duration_s": duration,
         "location": body.get("location"),
         **{key: body[key] for key in WORKOUT_AMOUNTS if isinstance(body.get(key), dict)},
+    }
+
+
+def night_dict(n: Night, show: Show = as_is) -> dict[str, Any]:
+    """A night of sleep: its label (the day it ends on), the source that counted, hours
+    asleep, hours per stage (``stages``, and ``stages_h`` for the MCP tools' clients:
+    the same hours), its first and last time."""
+    return {
+        "night": n.night,
+        "source": n.source,
+        "asleep_h": round(n.asleep_h, 4),
+        "stages": n.stages,
+        "stages_h": n.stages,
+        "start": show(n.start),
+        "end": show(n.end),
     }
 
 
