@@ -153,7 +153,10 @@ _TAKES = {
 
 class _Server(MCPServer[Any]):
     """MCPServer whose refusal of an argument's kind is one plain sentence per argument
-    (its name, what it takes, what came), like the tools' own: not pydantic's text."""
+    (its name, what it takes, what came), like the tools' own: not pydantic's text.
+    ``heavy`` is the gate its heavy tools run through (``healthlog.heavy``)."""
+
+    heavy: heavy.Gate
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -261,7 +264,7 @@ def _log_once() -> None:
     logging.getLogger("mcp.server.transport_security").addFilter(_WITHOUT_HEADER_VALUE)
 
 
-def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
+def build(r: reads.Reads, guard: sql_guard.Guard) -> _Server:
     """The MCPServer with every tool, over ``r``'s account and ``guard``'s views."""
     _log_once()
     server = _Server(
@@ -277,7 +280,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> MCPServer[Any]:
     account = r.account
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
-    gate = heavy.Gate()
+    gate = server.heavy = heavy.Gate()
 
     def answer(work: Callable[[], dict[str, Any]], *, weighty: bool = False) -> CallToolResult:
         """``work``'s answer as the tool's result; ``weighty``: a read whose cost grows

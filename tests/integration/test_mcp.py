@@ -13,6 +13,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -810,3 +811,47 @@ def test_a_long_sql_query_does_not_hold_up_the_other_tools(sample: Sample) -> No
         assert order == ["catalog", "sql"]
 
     session(sample, work)
+
+
+def test_a_heavy_tool_is_told_busy_when_every_slot_is_taken(sqlite_sample: Sample) -> None:
+    """Two heavy reads at a time (healthlog.heavy): a third heavy tool is an error that
+    says the server is busy, a light one (catalog) is answered. The real server, in
+    process, its gate's two slots held by reads at work."""
+    assert sqlite_sample.db is not None
+    with in_process(
+        sqlite_sample.db, sqlite_sample.env, sqlite_sample.folded.alice.account
+    ) as server:
+        gate = server.heavy
+        gate.wait_s = 0.05
+        inside, leave = threading.Barrier(3), threading.Event()
+
+        def hold() -> None:
+            with gate.slot():
+                inside.wait()
+                leave.wait()
+
+        holders = [threading.Thread(target=hold) for _ in range(gate.slots)]
+        for holder in holders:
+            holder.start()
+        inside.wait()
+
+        async def main() -> None:
+            async with Client(server) as client:
+                for tool, arguments in (
+                    ("metric_series", {"metric": "step_count", "resolution": "day"}),
+                    ("daily_summary", {"metrics": ["step_count"]}),
+                    ("coverage", {}),
+                    ("sql", {"query": "SELECT count(*) FROM my_points"}),
+                ):
+                    busy = await client.call_tool(tool, arguments)
+                    text = busy.content[0].text  # type: ignore[union-attr]
+                    assert busy.is_error and "busy" in text, (tool, text)
+                light = await client.call_tool("catalog", {})
+                assert not light.is_error
+
+        try:
+            anyio.run(main)
+        finally:
+            leave.set()
+            for holder in holders:
+                holder.join()
