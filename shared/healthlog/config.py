@@ -97,6 +97,16 @@ class Settings:
     # (healthlog.overlap; docs/history.md, "One truth when sources overlap")
     source_priority: str = DEFAULT_SOURCE_PRIORITY
     log_level: str = "INFO"
+    # the watch (healthlog.watch; docs/operations.md, "The watch"): each rule's threshold,
+    # 0 turns the rule off. No delivery of an account for this many hours (HAE's daily
+    # schedule plus two hours of slack)
+    watch_no_delivery_h: float = 26.0
+    # a metric that arrived daily, silent for this many days
+    watch_silent_days: int = 3
+    # the oldest pending delivery waiting longer than this many minutes
+    watch_backlog_min: float = 30.0
+    # the journal's or the archive's disk with less than this share free, percent
+    watch_disk_free_percent: float = 5.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -128,6 +138,14 @@ class Settings:
             or self.max_fold_attempts <= 0
         ):
             raise ConfigError("sizes and counts must be positive")
+        if (
+            min(self.watch_no_delivery_h, self.watch_backlog_min, self.watch_silent_days) < 0
+            or not 0 <= self.watch_disk_free_percent < 100
+        ):
+            raise ConfigError(
+                f"{ENV_PREFIX}WATCH_*: thresholds are 0 (the rule off) or positive, and"
+                " WATCH_DISK_FREE_PERCENT below 100"
+            )
         if self.client_idle_timeout_s <= 0:
             raise ConfigError(f"{ENV_PREFIX}CLIENT_IDLE_TIMEOUT_S must be a positive number")
         # a ConfigError naming the variable now, not at the first read (and without

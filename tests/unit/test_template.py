@@ -47,6 +47,16 @@ NOT_IN_THE_CLOUD = {
     "machine (healthlog.importer), against the cloud's journal and bucket",
     "HEALTHLOG_SOURCE_PRIORITY": "a setting of the reads (dashboard, plot, export, MCP), "
     "which run on your machine; neither function reads points",
+    **dict.fromkeys(
+        (
+            "HEALTHLOG_WATCH_NO_DELIVERY_H",
+            "HEALTHLOG_WATCH_SILENT_DAYS",
+            "HEALTHLOG_WATCH_BACKLOG_MIN",
+            "HEALTHLOG_WATCH_DISK_FREE_PERCENT",
+        ),
+        "the watch runs in healthlog serve, healthlog watch and status --check, on your "
+        "machine; its scheduled function in AWS is not there yet",
+    ),
 }
 
 #: a Function URL request (the whole invoke payload) is at most 6 MB
