@@ -747,15 +747,24 @@ def account_import(file: str, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option("--check", is_flag=True,
+              help="Instead: the watch's rules that hold, one a line, and exit status 1; "
+              "else OK and 0 (for Nagios, Uptime Kuma, healthchecks).")  # fmt: skip
 @account_options
 @json_option
-def status(account: str | None, token: str | None, as_json: bool) -> None:
+def status(check: bool, account: str | None, token: str | None, as_json: bool) -> int:
     """Counts per status, the backlog, the uncovered keys, what the showcase holds."""
     from healthlog import delivery_report, store
 
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
         account_id = accounts.find_id(opened.journal, chosen)
+        if check:
+            from healthlog import watch
+
+            found = watch.evaluate(opened.journal, opened.settings, account_id=account_id)
+            emit(as_json, [f.as_dict() for f in found], watch.check_text(found))
+            return 1 if found else 0
         summary = opened.journal.summary(account_id)
         removed = opened.journal.count_removed_bodies(account_id)
     emit(
@@ -763,6 +772,7 @@ def status(account: str | None, token: str | None, as_json: bool) -> None:
         delivery_report.status_dict(summary, removed),
         delivery_report.status_text(summary, removed),
     )
+    return 0
 
 
 @cli.command()
