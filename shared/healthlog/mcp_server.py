@@ -316,16 +316,9 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> _Server:
                 entry = metrics.setdefault(
                     info.metric, {"metric": info.metric, "kind": info.kind.value, "fields": []}
                 )
-                entry["fields"].append(
-                    {
-                        "field": info.field,
-                        "unit": info.unit,
-                        "points": info.points,
-                        "first": clock.show_utc(info.first),
-                        "last": clock.show_utc(info.last),
-                        "sources": list(info.sources),
-                    }
-                )
+                shaped = shapes.field_dict(info, clock.show_utc)
+                del shaped["metric"], shaped["kind"]  # the entry's own
+                entry["fields"].append(shaped)
                 sources.update(info.sources)
             return {
                 "account_time_zone": account.time_zone,

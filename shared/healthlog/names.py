@@ -16,7 +16,7 @@ from healthlog.hae import sections as hae_sections
 from healthlog.hae import workouts
 from healthlog.journal.port import Journal
 from healthlog.model import Account
-from healthlog.reads import Reads, UnknownName, unknown_name
+from healthlog.reads import Reads, UnknownName, shapes, unknown_name
 from healthlog.terminal import shown
 
 _LISTED = " (`healthlog metrics` lists them all)"
@@ -31,18 +31,7 @@ def listing(journal: Journal, account_id: str | None = None) -> list[dict[str, A
     found = []
     for account in _accounts(journal, account_id):
         reads = Reads(journal, account)
-        metrics = [
-            {
-                "metric": info.metric,
-                "field": info.field,
-                "unit": info.unit,
-                "kind": info.kind.value,
-                "points": info.points,
-                "first": info.first,
-                "last": info.last,
-            }
-            for info in reads.catalog()
-        ]
+        metrics = [shapes.field_dict(info) for info in reads.catalog()]
         found.append(
             {
                 "account": account.name,

@@ -221,7 +221,7 @@ def test_metrics_lists_names_fields_units_points_and_extent(folded: Phone) -> No
     assert alice["metrics"] == [
         {"metric": "step_count", "field": "qty", "unit": "count", "kind": "cumulative",
          "points": 3, "first": "2026-11-30T06:30:00.000000Z",
-         "last": "2026-11-30T08:00:00.000000Z"},
+         "last": "2026-11-30T08:00:00.000000Z", "sources": [""]},
     ]  # fmt: skip
     assert alice["sections"] == {"workouts": 1}
     text = ok("metrics")

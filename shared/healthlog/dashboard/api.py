@@ -143,21 +143,7 @@ def status() -> Any:
 @api.get("/catalog")
 def catalog() -> Any:
     """Every metric field of the account: unit, kind, points, first and last, sources."""
-    return {
-        "metrics": [
-            {
-                "metric": i.metric,
-                "field": i.field,
-                "unit": i.unit,
-                "kind": i.kind.value,
-                "points": i.points,
-                "first": i.first,
-                "last": i.last,
-                "sources": list(i.sources),
-            }
-            for i in _reads().catalog()
-        ]
-    }
+    return {"metrics": [shapes.field_dict(i) for i in _reads().catalog()]}
 
 
 # --- metrics --------------------------------------------------------------------------------

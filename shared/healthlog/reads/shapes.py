@@ -1,4 +1,5 @@
-"""One place for the JSON of a workout's head, a record, a night and a delivery.
+"""One place for the JSON of a metric field, a workout's head, a record, a night and a
+delivery.
 
 Every interface renders these as they are, so a key means one thing everywhere: the
 dashboard's ``/api``, the MCP tools, ``healthlog deliveries --json`` and ``healthlog
@@ -21,7 +22,7 @@ import orjson
 from healthlog.journal.port import StoredRecord
 from healthlog.model import Delivery, Item, Record
 from healthlog.reads.bounds import local_text
-from healthlog.reads.values import Night
+from healthlog.reads.values import MetricInfo, Night
 from healthlog.reads.workouts import Workout
 
 #: how an interface shows a time with its offset (None: no time)
@@ -52,6 +53,23 @@ def workout_head(w: Workout, show: Show = as_is) -> dict[str, Any]:
         "duration_s": duration,
         "location": body.get("location"),
         **{key: body[key] for key in WORKOUT_AMOUNTS if isinstance(body.get(key), dict)},
+    }
+
+
+def field_dict(info: MetricInfo, show: Show = as_is) -> dict[str, Any]:
+    """A metric field of the catalog: its metric and kind, field, unit, the points its
+    deliveries brought (a point sent twice counts twice), its first and last start (UTC
+    text, or as ``show`` shows a UTC time), its sources. The MCP tool groups these by
+    metric; the dashboard and ``healthlog metrics`` list them."""
+    return {
+        "metric": info.metric,
+        "kind": info.kind.value,
+        "field": info.field,
+        "unit": info.unit,
+        "points": info.points,
+        "first": show(info.first),
+        "last": show(info.last),
+        "sources": list(info.sources),
     }
 
 
