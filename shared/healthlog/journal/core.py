@@ -43,6 +43,7 @@ from healthlog.journal.port import (
     StoredPoint,
     StoredRecord,
     Summary,
+    WatchNotice,
 )
 from healthlog.journal.rows import to_text
 from healthlog.journal.statements import Statements
@@ -96,6 +97,9 @@ STATEMENTS = (
     "unconfirmed_removals",
     "confirm_body_deleted",
     "count_removed_bodies",
+    "watch_notices",
+    "add_watch_notice",
+    "delete_watch_notice",
     "summary_pending",
     "summary_settled",
     "summary_failures",
@@ -830,6 +834,29 @@ class SqlJournal:
         where, params = self._filters(account_id=account_id)
         sql = self._sql.render("count_removed_bodies", **{"and": where})
         return int(self._fetch(sql, params)[0][0])
+
+    # --- the watch's notices (healthlog.watch) ------------------------------------------
+
+    def watch_notices(self) -> list[WatchNotice]:
+        return [
+            WatchNotice(target, key, subject, rows.from_text(at))
+            for target, key, subject, at in self._all("watch_notices", {})
+        ]
+
+    def add_watch_notice(self, notice: WatchNotice) -> bool:
+        sql = self._sql["add_watch_notice"]
+        params = {
+            "target": notice.target,
+            "rule_key": notice.rule_key,
+            "subject": notice.subject,
+            "told_at": to_text(notice.told_at),
+        }
+        return self._write(lambda conn: conn.execute(sql, params).rowcount == 1)
+
+    def delete_watch_notice(self, target: str, rule_key: str) -> bool:
+        sql = self._sql["delete_watch_notice"]
+        params = {"target": target, "rule_key": rule_key}
+        return self._write(lambda conn: conn.execute(sql, params).rowcount == 1)
 
     def summary(self, account_id: str | None = None) -> Summary:
         where, params = self._filters(account_id=account_id)

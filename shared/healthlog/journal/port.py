@@ -143,6 +143,17 @@ class Summary:
         return self.counts.get(ParseStatus.PENDING.value, 0)
 
 
+class WatchNotice(NamedTuple):
+    """A notification target told that a rule holds (``healthlog.watch``), until its
+    "recovered" is told: the target's hash (never its URL), the rule's key, the notice's
+    title, when it was told."""
+
+    target: str
+    rule_key: str
+    subject: str
+    told_at: datetime
+
+
 class Journal(Protocol):
     def migrate(self) -> None:
         """Apply the numbered migrations not applied yet."""
@@ -299,6 +310,17 @@ class Journal(Protocol):
     ) -> list[Delivery]: ...
 
     def summary(self, account_id: str | None = None) -> Summary: ...
+
+    # --- the watch's notices (docs/operations.md, "The watch") ---------------------------
+    def watch_notices(self) -> list[WatchNotice]:
+        """Every notice told and not ended, by target and rule key."""
+
+    def add_watch_notice(self, notice: WatchNotice) -> bool:
+        """Record a notice; False (and nothing changed) if its target and rule have one:
+        of two evaluators at once, only the one that added it tells it."""
+
+    def delete_watch_notice(self, target: str, rule_key: str) -> bool:
+        """End a notice; False if there was none (another evaluator ended it first)."""
 
     # --- retention (docs/operations.md, "Retention") -----------------------------------
     def retention_due(self, before: datetime, after: Cursor, limit: int) -> list[BodyRef]:

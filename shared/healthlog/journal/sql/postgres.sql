@@ -212,6 +212,22 @@ WHERE id = %(id)s AND body_removed_at IS NOT NULL AND body_deleted_at IS NULL
 -- How many deliveries' bodies retention removed.
 SELECT count(*) FROM deliveries WHERE body_removed_at IS NOT NULL /*and*/
 
+-- watch_notices --
+-- What the watch told each target: the rules that held when told, not recovered since.
+SELECT target, rule_key, subject,
+       to_char(told_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM watch_notices ORDER BY target, rule_key
+
+-- add_watch_notice --
+-- A target told that a rule holds; a second add of one (target, rule) changes nothing.
+INSERT INTO watch_notices (target, rule_key, subject, told_at)
+VALUES (%(target)s, %(rule_key)s, %(subject)s, %(told_at)s::timestamptz)
+ON CONFLICT (target, rule_key) DO NOTHING
+
+-- delete_watch_notice --
+-- A target's notice ended (its "recovered" is being told).
+DELETE FROM watch_notices WHERE target = %(target)s AND rule_key = %(rule_key)s
+
 -- summary_pending --
 -- The queue's length and its oldest delivery, from the partial index.
 SELECT count(*), to_char(min(received_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')

@@ -176,6 +176,20 @@ WHERE id = :id AND body_removed_at IS NOT NULL AND body_deleted_at IS NULL
 -- How many deliveries' bodies retention removed.
 SELECT count(*) FROM deliveries WHERE body_removed_at IS NOT NULL /*and*/
 
+-- watch_notices --
+-- What the watch told each target: the rules that held when told, not recovered since.
+SELECT target, rule_key, subject, told_at FROM watch_notices ORDER BY target, rule_key
+
+-- add_watch_notice --
+-- A target told that a rule holds; a second add of one (target, rule) changes nothing.
+INSERT INTO watch_notices (target, rule_key, subject, told_at)
+VALUES (:target, :rule_key, :subject, :told_at)
+ON CONFLICT (target, rule_key) DO NOTHING
+
+-- delete_watch_notice --
+-- A target's notice ended (its "recovered" is being told).
+DELETE FROM watch_notices WHERE target = :target AND rule_key = :rule_key
+
 -- summary_pending --
 -- The queue's length and its oldest delivery.
 SELECT count(*), min(received_at) FROM deliveries WHERE status = 'pending' /*and*/

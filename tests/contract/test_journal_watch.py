@@ -1,0 +1,41 @@
+"""The watch's notices (``Journal.watch_notices``): what each target was told, on both
+backends, added or ended by one evaluator only. A restart's view of them is
+tests/integration/test_watch_notify.py's."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from healthlog.journal.port import Journal, WatchNotice
+
+from tests.contract.conftest import T0
+
+
+def notice(target: str = "t1", key: str = "no_delivery:a", at_s: float = 0.0) -> WatchNotice:
+    return WatchNotice(target, key, "healthlog no_delivery alice", T0 + timedelta(seconds=at_s))
+
+
+def test_a_notice_is_added_once_listed_in_order_and_ended_once(journal: Journal) -> None:
+    assert journal.watch_notices() == []
+    assert journal.add_watch_notice(notice("t2", "backlog", 1.5))
+    assert journal.add_watch_notice(notice("t1", "no_delivery:a"))
+    assert journal.add_watch_notice(notice("t1", "failed:a:deadline", 0.000001))
+    assert not journal.add_watch_notice(notice("t1", "no_delivery:a", 60))  # already told
+    assert journal.watch_notices() == [
+        notice("t1", "failed:a:deadline", 0.000001),
+        notice("t1", "no_delivery:a"),
+        notice("t2", "backlog", 1.5),
+    ]
+    assert journal.delete_watch_notice("t1", "no_delivery:a")
+    assert not journal.delete_watch_notice("t1", "no_delivery:a")  # ended already
+    assert not journal.delete_watch_notice("t3", "backlog")
+    assert [(n.target, n.rule_key) for n in journal.watch_notices()] == [
+        ("t1", "failed:a:deadline"),
+        ("t2", "backlog"),
+    ]
+
+
+def test_a_key_of_any_text_and_length_round_trips(journal: Journal) -> None:
+    key = "silent_metric:a:" + "ü" * 300 + " metric/with:colons"
+    assert journal.add_watch_notice(notice("t" * 64, key))
+    assert journal.watch_notices() == [notice("t" * 64, key)]
