@@ -776,6 +776,26 @@ def status(check: bool, account: str | None, token: str | None, as_json: bool) -
 
 
 @cli.command()
+@click.option("--dry-run", is_flag=True,
+              help="Show what would be sent to each target; send and record nothing.")  # fmt: skip
+@json_option
+def watch(dry_run: bool, as_json: bool) -> None:
+    """Evaluate the watch's rules once and tell the targets what changed.
+
+    Each target of HEALTHLOG_NOTIFY_URLS (apprise URLs) gets one message when a rule
+    starts to hold and one when it stops (recovered), never one per run: what each was
+    told is kept in the journal. For cron or a systemd timer; `healthlog serve` does the
+    same every tick. A target that cannot be reached is logged and tried at the next run.
+    """
+    from healthlog import store
+    from healthlog import watch as watching
+
+    with store.opened(obtain_settings(), "read" if dry_run else "write") as opened:
+        report = watching.Watcher(opened.journal, opened.settings).run(dry_run=dry_run)
+    emit(as_json, report.as_dict(), report.text(dry_run))
+
+
+@cli.command()
 @click.option("--status", "status_", type=click.Choice(STATUSES), help="Only this status.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
               help="At most this many, newest first.")  # fmt: skip

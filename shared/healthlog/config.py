@@ -107,6 +107,10 @@ class Settings:
     watch_backlog_min: float = 30.0
     # the journal's or the archive's disk with less than this share free, percent
     watch_disk_free_percent: float = 5.0
+    # where the watch's notices go: apprise URLs (ntfy://, mailto://, json://, ...),
+    # separated by commas or spaces; their secrets are never logged or stored. Empty:
+    # nowhere (``healthlog status --check`` still tells)
+    notify_urls: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:

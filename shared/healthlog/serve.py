@@ -7,7 +7,9 @@ every ``tick`` seconds (and once at start, which is how the backlog is picked up
 ordinary pass). Stopping (SIGTERM or Ctrl-C): ingest stops taking requests first, then
 the tick, then the fold finishes or abandons the delivery in hand; the journal is closed
 by the fold process itself after that. The dashboard (``healthlog dashboard``,
-read-only, 127.0.0.1 unless told) is a third child, stopped first.
+read-only, 127.0.0.1 unless told) is a third child, stopped first. With notification
+targets set (``HEALTHLOG_NOTIFY_URLS``), a thread evaluates the watch's rules every tick
+(``healthlog.watch.WatchLoop``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from healthlog import launcher, log
+from healthlog import launcher, log, watch
 from healthlog.config import ENV_PREFIX, WAKE_HEADER, Settings
 from healthlog.errors import AccountNameTaken, HealthlogError
 
@@ -179,6 +181,7 @@ def run_stack(
     fold: launcher.FunctionServer | None = None
     ingest: launcher.FunctionServer | None = None
     tick: Tick | None = None
+    watching: watch.WatchLoop | None = None
     dashboard: launcher.FunctionServer | None = None
     try:
         for target, host, port in (
@@ -205,6 +208,10 @@ def run_stack(
             on_dashboard(dashboard is not None)
         tick = Tick(fold_url, options.tick_s, secret)
         tick.start()
+        settings = Settings.from_env(env)
+        if watch.targets(settings):  # the watch's notices, on the tick's interval
+            watching = watch.WatchLoop(settings, options.tick_s)
+            watching.start()
         log.event(logger, logging.INFO, "serve.started", port=options.port, pid=os.getpid())
         on_ready()
         while not stopping.is_set():
@@ -224,6 +231,8 @@ def run_stack(
             stop(ingest)
         if tick is not None:
             tick.stop()
+        if watching is not None:
+            watching.stop(STOP_GRACE_S)
         if fold is not None:
             stop(fold)
             log.event(logger, logging.INFO, "serve.stopped")

@@ -7,26 +7,39 @@ settings' thresholds (``HEALTHLOG_WATCH_*``; 0 turns a rule off), and gives a
 texts carry only the rule, the account's name, a metric's name, times and counts: never a
 health value, a source name, a header or a token. Each says what to do.
 
+``Watcher`` tells each notification target (an apprise URL of
+``HEALTHLOG_NOTIFY_URLS``) once when a rule starts to hold and once when it stops
+(recovered), never once per evaluation: what each target was told is kept in the journal
+(``Journal.watch_notices``), so a restart neither repeats nor loses a notice. A target
+that cannot be reached is logged (its scheme and a hash, never the URL) and tried again
+at the next evaluation.
+
 docs/operations.md, "The watch". Not yet: a rule on repeated 401s per account (ingest
 refuses an unknown token before it knows an account, and records nothing per account).
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import re
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
-from healthlog import ids, urls
+from healthlog import ids, log, urls
 from healthlog.clock import zone_named
 from healthlog.config import Settings
 from healthlog.fold.classify import CRASHED
-from healthlog.journal.port import Journal, Summary
+from healthlog.journal.port import Journal, Summary, WatchNotice
 from healthlog.model import Account
 from healthlog.terminal import shown
+
+logger = logging.getLogger("healthlog.watch")
 
 #: the days of coverage the silent-metric rule reads: a metric counts as daily on these
 #: (``reads.DAILY_SHARE`` of their days with data), and one silent for longer drops out
@@ -300,3 +313,223 @@ def evaluate(
 def check_text(found: Sequence[Finding]) -> str:
     """``status --check``'s output: ``OK``, or one line per rule that holds."""
     return "\n".join(f.check_line() for f in found) if found else "OK"
+
+
+# --- telling: targets, notices, the evaluator --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One notification target: its apprise URL (a secret: never logged, never stored),
+    and what may be shown of it: its place in the setting, its scheme, a hash."""
+
+    url: str = field(repr=False)
+    position: int
+
+    @property
+    def id(self) -> str:
+        """The hash the journal keeps the target's notices under."""
+        return hashlib.sha256(self.url.encode()).hexdigest()[:32]
+
+    @property
+    def shown(self) -> str:
+        """``#2 json (3fa2c1d0)``: which target, without a byte of its URL's secrets."""
+        scheme = self.url.split("://", 1)[0] if "://" in self.url else "?"
+        return f"#{self.position} {scheme} ({self.id[:8]})"
+
+
+def targets(settings: Settings) -> list[Target]:
+    """``HEALTHLOG_NOTIFY_URLS`` split at commas and spaces, in order."""
+    found = [u for u in re.split(r"[\s,]+", settings.notify_urls) if u]
+    return [Target(url, i) for i, url in enumerate(found, start=1)]
+
+
+class Message(NamedTuple):
+    """What one target is told: a rule started to hold (its finding), or it stopped."""
+
+    target: Target
+    key: str
+    title: str
+    body: str
+    recovered: bool
+
+
+#: sends one message; True if the target took it
+Send = Callable[[Target, str, str], bool]
+
+
+def apprise_send(target: Target, title: str, body: str) -> bool:
+    """Through apprise; its own log is kept quiet (its debug lines name the URL)."""
+    import apprise
+
+    logging.getLogger("apprise").setLevel(logging.CRITICAL + 1)
+    sender = apprise.Apprise()
+    if not sender.add(target.url):
+        log.event(logger, logging.WARNING, "watch.target_invalid", target=target.shown)
+        return False
+    return bool(sender.notify(body=body, title=title))
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One evaluation: what holds, what was told (or, dry, would be), what failed."""
+
+    found: list[Finding]
+    sent: list[Message]
+    failed: list[Message]
+    targets: int
+
+    def as_dict(self) -> dict[str, object]:
+        def shown(m: Message) -> dict[str, object]:
+            return {"target": m.target.shown, "key": m.key, "title": m.title,
+                    "body": m.body, "recovered": m.recovered}  # fmt: skip
+
+        return {
+            "holds": [f.as_dict() for f in self.found],
+            "sent": [shown(m) for m in self.sent],
+            "failed": [shown(m) for m in self.failed],
+            "targets": self.targets,
+        }
+
+    def text(self, dry_run: bool) -> str:
+        lines = [check_text(self.found)]
+        if not self.targets:
+            lines.append("no targets to tell: HEALTHLOG_NOTIFY_URLS is empty")
+        verb = "would send" if dry_run else "sent"
+        for m in self.sent:
+            lines += ["", f"{verb} to {m.target.shown}: {m.title}", m.body]
+        for m in self.failed:
+            lines.append(f"could not send to {m.target.shown}: {m.title} (tried again next time)")
+        if self.targets and not self.sent and not self.failed:
+            lines.append("nothing to send: every target knows")
+        return "\n".join(lines)
+
+
+def recovered_text(notice: WatchNotice, now: datetime) -> str:
+    return f"It no longer holds (checked {_when(now)}); it was told {_when(notice.told_at)}."
+
+
+class Watcher:
+    """Evaluates the rules and tells each target what changed since it was last told."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        settings: Settings,
+        *,
+        send: Send = apprise_send,
+        usage: Callable[[Path], DiskUsage | None] = _usage,
+    ) -> None:
+        self.journal = journal
+        self.settings = settings
+        self.targets = targets(settings)
+        self._send = send
+        self._usage = usage
+
+    def pending(self, found: Sequence[Finding], now: datetime) -> list[Message]:
+        """What each target is to be told: the findings it was not told, the notices of
+        rules that no longer hold."""
+        told: dict[str, dict[str, WatchNotice]] = {}
+        for notice in self.journal.watch_notices():
+            told.setdefault(notice.target, {})[notice.rule_key] = notice
+        holding = {f.key for f in found}
+        messages = []
+        for target in self.targets:
+            known = told.get(target.id, {})
+            messages += [
+                Message(target, f.key, f.subject, f.text(), recovered=False)
+                for f in found
+                if f.key not in known
+            ]
+            messages += [
+                Message(target, key, f"{n.subject}: recovered", recovered_text(n, now), True)
+                for key, n in known.items()
+                if key not in holding
+            ]
+        return messages
+
+    def run(self, now: datetime | None = None, *, dry_run: bool = False) -> Report:
+        """One evaluation: the rules, then each change told to each target (claimed in the
+        journal first, so two evaluators at once tell it once; a send that fails gives
+        the claim back, for the next evaluation to try again)."""
+        now = now or ids.now()
+        found = evaluate(self.journal, self.settings, now, usage=self._usage)
+        messages = self.pending(found, now)
+        if dry_run:
+            return Report(found, messages, [], len(self.targets))
+        sent, failed = [], []
+        for m in messages:
+            notice = WatchNotice(m.target.id, m.key, m.title, now)
+            if m.recovered:
+                ended = self._ended(m)
+                if ended is None:
+                    continue  # another evaluator told it
+                notice = ended
+            elif not self.journal.add_watch_notice(notice):
+                continue
+            if self._tell(m):
+                sent.append(m)
+            else:
+                failed.append(m)
+                # given back: the next evaluation tells it again
+                if m.recovered:
+                    self.journal.add_watch_notice(notice)
+                else:
+                    self.journal.delete_watch_notice(m.target.id, m.key)
+        if sent or failed:
+            log.event(logger, logging.INFO, "watch.told", sent=len(sent), failed=len(failed),
+                      holds=len(found))  # fmt: skip
+        return Report(found, sent, failed, len(self.targets))
+
+    def _ended(self, m: Message) -> WatchNotice | None:
+        for notice in self.journal.watch_notices():
+            if (notice.target, notice.rule_key) == (m.target.id, m.key):
+                return notice if self.journal.delete_watch_notice(m.target.id, m.key) else None
+        return None
+
+    def _tell(self, m: Message) -> bool:
+        try:
+            ok = self._send(m.target, m.title, m.body)
+        except Exception as exc:  # a target's failure never stops the others, nor serve
+            log.event(logger, logging.WARNING, "watch.notify_failed", target=m.target.shown,
+                      error=type(exc).__name__)  # fmt: skip
+            return False
+        if not ok:
+            log.event(logger, logging.WARNING, "watch.notify_failed", target=m.target.shown,
+                      error="not_sent")  # fmt: skip
+        return ok
+
+
+class WatchLoop:
+    """``healthlog serve``'s watch: an evaluation now and every ``interval_s`` seconds on
+    a thread of its own, over a journal of its own. Whatever fails in it is logged and
+    tried again at the next round: it never stops ingest or the fold."""
+
+    def __init__(self, settings: Settings, interval_s: float) -> None:
+        self._settings = settings
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="healthlog-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, grace_s: float = 30.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout=grace_s)
+
+    def _run(self) -> None:
+        from healthlog import wiring
+
+        journal: Journal | None = None
+        try:
+            while not self._stop.is_set():
+                try:
+                    journal = journal or wiring.open_journal(self._settings)
+                    Watcher(journal, self._settings).run()
+                except Exception as exc:  # logged; the next round tries again
+                    log.event(logger, logging.WARNING, "watch.failed", error=type(exc).__name__)
+                self._stop.wait(self._interval_s)
+        finally:
+            if journal is not None:
+                journal.close()

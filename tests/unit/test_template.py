@@ -53,6 +53,7 @@ NOT_IN_THE_CLOUD = {
             "HEALTHLOG_WATCH_SILENT_DAYS",
             "HEALTHLOG_WATCH_BACKLOG_MIN",
             "HEALTHLOG_WATCH_DISK_FREE_PERCENT",
+            "HEALTHLOG_NOTIFY_URLS",
         ),
         "the watch runs in healthlog serve, healthlog watch and status --check, on your "
         "machine; its scheduled function in AWS is not there yet",
@@ -224,14 +225,15 @@ def test_both_functions_run_their_handler_from_the_shared_layer(cfn: dict[str, A
 def test_the_layer_requirements_are_the_locked_runtime_dependencies() -> None:
     """shared/requirements.txt pins what constraints.txt pins, and every runtime
     dependency in pyproject.toml but the local stack's server (functions-framework's
-    app under waitress)."""
+    app under waitress) and its watch's notifications (apprise)."""
     locked = _pins((ROOT / "constraints.txt").read_text())
     layer = _pins((ROOT / "shared" / "requirements.txt").read_text())
     assert {name: locked.get(name) for name in layer} == layer
     pyproject = (ROOT / "pyproject.toml").read_text()
     block = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
     runtime = {_name(re.split(r"[\[<>=!~ ]", d)[0]) for d in re.findall(r'"([^"]+)"', block)}
-    local_only = {"functions-framework", "waitress"}
+    # and the watch's notifications (apprise), run by serve and `healthlog watch`
+    local_only = {"functions-framework", "waitress", "apprise"}
     assert runtime - local_only <= set(layer)
     assert not local_only & set(layer)
 
