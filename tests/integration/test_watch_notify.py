@@ -283,7 +283,9 @@ def test_a_dry_run_shows_what_would_be_sent_and_sends_and_records_nothing(
 @pytest.mark.slow
 def test_serve_tells_a_target_when_deliveries_stop_and_when_one_comes(tmp_path: Path) -> None:
     """The local stack's watch: an account silent past its "no delivery" rule, one
-    notice; a delivery posted to ingest, one "recovered"; the stack stops cleanly."""
+    notice; a delivery posted to ingest, one "recovered"; a second target that is down
+    all along is logged and stops nothing (once the rule stops holding there is nothing
+    left to tell it); the stack stops cleanly."""
     folder = tmp_path / "home"
     (folder / "var").mkdir(parents=True)
     stack = Stack(folder / "var")  # var/journal.db, with its account three minutes old
@@ -295,7 +297,7 @@ def test_serve_tells_a_target_when_deliveries_stop_and_when_one_comes(tmp_path: 
             "HEALTHLOG_JOURNAL_URL": f"sqlite:///{stack.path}",
             "HEALTHLOG_WATCH_NO_DELIVERY_H": str(2 / 60),
             "HEALTHLOG_WATCH_SILENT_DAYS": "0",
-            "HEALTHLOG_NOTIFY_URLS": hook_url(http),
+            "HEALTHLOG_NOTIFY_URLS": f"{hook_url(http)} {hook_url(free_port())}",
         })  # fmt: skip
         serve = subprocess.Popen(
             [str(BIN / "healthlog"), "serve", "--port", str(port), "--fold-port",
@@ -324,6 +326,8 @@ def test_serve_tells_a_target_when_deliveries_stop_and_when_one_comes(tmp_path: 
         assert serve.returncode == 0, err
         assert URL_SECRET not in out + err and URL_PASSWORD not in out + err
         assert "watch.told" in err
+        down = [line for line in err.splitlines() if '"watch.notify_failed"' in line]
+        assert down and all('"#2 json (' in line for line in down), err
         assert hooks.empty()
 
 
