@@ -560,6 +560,7 @@ def dashboard(
                 require_sign_in=sign_in,
                 secure_cookies=secure_cookies,
                 priority=settings.priority(),
+                settings=settings,
             ),
         )
 

@@ -454,11 +454,14 @@ def test_healthlog_dashboard_binds_loopback_and_signs_in_elsewhere(
     where = folded[1]
     local = _run_dashboard(monkeypatch, where)
     assert (local["code"], local["host"], local["port"]) == (0, "127.0.0.1", 8082)
-    assert local["options"] == DashboardOptions()
+    # the settings the command read go to the watch's rules (/prometheus)
+    settings = local["options"].settings
+    assert settings is not None and settings.journal_url == f"sqlite:///{where}/journal.db"
+    assert local["options"] == DashboardOptions(settings=settings)
     wide = _run_dashboard(monkeypatch, where, "--host", "0.0.0.0", "--port", "9999")
     assert wide["options"].require_sign_in and wide["port"] == 9999
     told = _run_dashboard(monkeypatch, where, "--require-sign-in", "--account", "alice")
-    assert told["options"] == DashboardOptions("alice", True, False)
+    assert told["options"] == DashboardOptions("alice", True, False, settings=settings)
     assert _run_dashboard(monkeypatch, where, "--account", "carol")["code"] == 2
 
 

@@ -45,7 +45,8 @@ from werkzeug.exceptions import HTTPException
 
 from healthlog import heavy, log, overlap, reads, tokens
 from healthlog.archive.port import Archive
-from healthlog.errors import PLOTLY_MISSING, plotly_missing
+from healthlog.config import Settings
+from healthlog.errors import PLOTLY_MISSING, needs_extra, plotly_missing
 from healthlog.journal.port import Journal
 from healthlog.model import Account
 
@@ -77,6 +78,9 @@ class DashboardOptions:
     priority: overlap.SourcePriority = overlap.DEFAULT
     # heavy reads (series, days, coverage) at once; beyond, a 503 (healthlog.heavy)
     heavy_reads: int = heavy.SLOTS
+    # the settings the watch's rules read (thresholds, the local folders): /prometheus
+    # says which hold; None leaves them out
+    settings: Settings | None = None
 
 
 #: the pages that draw charts, and so load plotly.js
@@ -393,6 +397,29 @@ def create_app(
         )
 
     app.extensions["healthlog"]["current_account"] = current_account
+
+    @app.get("/prometheus")
+    def prometheus() -> Any:
+        """healthlog's state in Prometheus' text format (dashboard.prometheus): every
+        account on loopback, the signed-in one's alone with sign-in."""
+        try:
+            from prometheus_client import CollectorRegistry, generate_latest
+
+            from healthlog.dashboard.prometheus import CONTENT_TYPE, JournalCollector
+        except ImportError:
+            raise DashboardError(503, needs_extra("healthlog dashboard", "dashboard")) from None
+        alone = options.require_sign_in or options.account_name is not None
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(
+            JournalCollector(
+                journal,
+                (lambda: [current_account()]) if alone else journal.accounts,
+                whole=not options.require_sign_in,
+                settings=options.settings,
+            )
+        )
+        return Response(generate_latest(registry), mimetype=None, content_type=CONTENT_TYPE)
+
     app.extensions["healthlog"]["session_account"] = session_account
 
     # --- sign-in --------------------------------------------------------------------
