@@ -14,8 +14,7 @@ health value, a source name, a header or a token. Each says what to do.
 that cannot be reached is logged (its scheme and a hash, never the URL) and tried again
 at the next evaluation.
 
-docs/operations.md, "The watch". Not yet: a rule on repeated 401s per account (ingest
-refuses an unknown token before it knows an account, and records nothing per account).
+docs/operations.md, "The watch".
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from healthlog import ids, log, urls
 from healthlog.clock import zone_named
 from healthlog.config import Settings
 from healthlog.fold.classify import CRASHED
-from healthlog.journal.port import Journal, Summary, WatchNotice
+from healthlog.journal.port import Journal, StaleToken, Summary, WatchNotice
 from healthlog.model import Account
 from healthlog.terminal import shown
 
@@ -51,7 +50,13 @@ FAILED = "failed"
 PARTIAL = "partial"
 BACKLOG = "backlog"
 DISK = "disk"
-RULES = (NO_DELIVERY, SILENT_METRIC, FAILED, PARTIAL, BACKLOG, DISK)
+STALE_TOKEN = "stale_token"  # noqa: S105 (a rule's name, not a secret)
+RULES = (NO_DELIVERY, SILENT_METRIC, FAILED, PARTIAL, BACKLOG, DISK, STALE_TOKEN)
+
+#: a token replaced by ``healthlog account rotate`` that requests still come with: the
+#: rule holds once this many were refused, the last within the window
+STALE_TOKEN_REFUSALS = 3
+STALE_TOKEN_WINDOW = timedelta(hours=24)
 
 #: what to do, per rule (and per failure class): the app's setting, a replay, an export
 _NO_DELIVERY_ADVICE = (
@@ -82,6 +87,13 @@ _FAILED_DEFAULT = (
 _PARTIAL_ADVICE = (
     "Some sections are not covered by this parser yet; they are kept in the archive and"
     " folded when a release covers them (`healthlog deliveries --status partial`)."
+)
+_ROTATED_ADVICE = (
+    "The phone still sends the token this account had before it was rotated: open Health"
+    " Auto Export, the REST API automation, Headers, and put the new token in"
+    " Authorization (`Bearer <token>`; `healthlog account rotate` printed it, or rotate"
+    " again). Its deliveries are refused until then; send the missed range with the"
+    " automation's Manual Export afterwards."
 )
 _BACKLOG_ADVICE = (
     "The fold is not keeping up or not running: check that `healthlog serve` (or the fold"
@@ -151,6 +163,26 @@ def no_delivery(
     line = f"no delivery for {_hours(now - since)} ({what}); the limit is {hours:g} h"
     return Finding(f"{NO_DELIVERY}:{account.id}", NO_DELIVERY, account.name, line,
                    _NO_DELIVERY_ADVICE)  # fmt: skip
+
+
+def stale_token(account: Account, stale: Sequence[StaleToken], now: datetime) -> Finding | None:
+    """Requests still come with a token the account had before a rotation: at least
+    ``STALE_TOKEN_REFUSALS`` refused, the last within ``STALE_TOKEN_WINDOW``."""
+    recent = [
+        t
+        for t in stale
+        if t.refused >= STALE_TOKEN_REFUSALS and now - t.last_refused_at < STALE_TOKEN_WINDOW
+    ]
+    if not recent:
+        return None
+    token = max(recent, key=lambda t: t.last_refused_at)
+    line = (
+        f"{token.refused} requests refused since {_when(token.first_refused_at)}, the last"
+        f" {_when(token.last_refused_at)}: they came with the token replaced"
+        f" {_when(token.retired_at)}"
+    )
+    return Finding(f"{STALE_TOKEN}:{account.id}", STALE_TOKEN, account.name, line,
+                   _ROTATED_ADVICE)  # fmt: skip
 
 
 class MetricDays(NamedTuple):
@@ -300,6 +332,8 @@ def evaluate(
             days = metric_days(journal, account, now)
             found += silent_metrics(account, days, today, settings.watch_silent_days)
         found += failures(account, summary)
+        hit = stale_token(account, journal.stale_tokens(account.id), now)
+        found += [hit] if hit else []
     whole = journal.summary()
     hit = backlog(whole.oldest_pending, whole.backlog, now, settings.watch_backlog_min)
     found += [hit] if hit else []

@@ -39,3 +39,27 @@ def test_a_key_of_any_text_and_length_round_trips(journal: Journal) -> None:
     key = "silent_metric:a:" + "ü" * 300 + " metric/with:colons"
     assert journal.add_watch_notice(notice("t" * 64, key))
     assert journal.watch_notices() == [notice("t" * 64, key)]
+
+
+def test_a_rotated_token_is_kept_retired_and_its_refusals_counted(journal: Journal) -> None:
+    """``set_token_hash`` keeps the hash it replaces; a refusal of it is counted for its
+    account, a stranger's token is not (both backends)."""
+    account = journal.add_account("alice", "old-hash")
+    assert journal.stale_tokens(account.id) == []
+    journal.set_token_hash(account.id, "new-hash")
+    assert not journal.note_refused_token("a-stranger", T0)  # no account's: not counted
+    assert not journal.note_refused_token("new-hash", T0)  # the current one is no retired
+    assert journal.stale_tokens(account.id) == []  # retired, not refused yet
+    assert journal.note_refused_token("old-hash", T0)
+    assert journal.note_refused_token("old-hash", T0 + timedelta(minutes=5))
+    (stale,) = journal.stale_tokens(account.id)
+    assert (stale.refused, stale.first_refused_at, stale.last_refused_at) == (
+        2,
+        T0,
+        T0 + timedelta(minutes=5),
+    )
+    journal.set_token_hash(account.id, "newer-hash")  # the second rotation retires "new"
+    assert journal.note_refused_token("new-hash", T0 + timedelta(minutes=6))
+    assert [t.refused for t in journal.stale_tokens(account.id)] == [1, 2]  # latest first
+    bob = journal.add_account("bob", "bob-hash")
+    assert journal.stale_tokens(bob.id) == []

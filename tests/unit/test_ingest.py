@@ -551,3 +551,18 @@ def test_a_phone_body_claiming_an_export_type_is_stored_as_json(rig: Rig, claime
     delivery = rig.journal.get_delivery(json.loads(reply.body)["id"])
     assert delivery is not None and delivery.content_type == "application/json"
     assert delivery.archive_key == body_key(rig.account.id, delivery.id, "application/json")
+
+
+def test_a_rotated_token_is_still_401_and_counted_for_its_account(rig: Rig) -> None:
+    """The phone that kept the token replaced by a rotation: the same 401, nothing
+    stored, and the refusal counted for the account (the watch's stale_token rule); a
+    stranger's token is counted for no one."""
+    old = rig.token
+    rig.journal.set_token_hash(rig.account.id, tokens.hash_token(tokens.new_token()))
+    for _ in range(2):
+        reply = rig.post(b"{}", {"Authorization": f"Bearer {old}"})
+        assert reply.status == 401 and "does not know this access token" in reply.body
+    assert rig.post(b"{}", {"Authorization": f"Bearer {tokens.new_token()}"}).status == 401
+    rig.assert_nothing_stored()
+    (stale,) = rig.journal.stale_tokens(rig.account.id)
+    assert stale.refused == 2

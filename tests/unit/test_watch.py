@@ -9,7 +9,7 @@ import pytest
 from healthlog import ids, watch
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
-from healthlog.journal.port import Summary
+from healthlog.journal.port import StaleToken, Summary
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, NewDelivery, ParseStatus, Point
 
@@ -135,3 +135,18 @@ def test_evaluate_over_a_journal(tmp_path: Path) -> None:
         assert watch.check_text(found).splitlines()[0].startswith("no_delivery alice: ")
     finally:
         journal.close()
+
+
+def test_a_stale_token_holds_after_its_refusals_within_the_window() -> None:
+    retired = NOW - timedelta(days=2)
+
+    def token(refused: int, last_ago: timedelta) -> StaleToken:
+        return StaleToken(retired, refused, NOW - timedelta(hours=30), NOW - last_ago)
+
+    assert watch.stale_token(ALICE, [], NOW) is None
+    assert watch.stale_token(ALICE, [token(2, timedelta(minutes=1))], NOW) is None  # few
+    assert watch.stale_token(ALICE, [token(9, timedelta(hours=25))], NOW) is None  # quiet
+    found = watch.stale_token(ALICE, [token(3, timedelta(minutes=1))], NOW)
+    assert found is not None and found.key == "stale_token:a-1" and found.account == "alice"
+    assert "3 requests refused" in found.line and "replaced 2026-11-30" in found.line
+    assert "Authorization" in found.advice and "rotate" in found.advice

@@ -32,7 +32,7 @@ from datetime import datetime
 from healthlog import ids, log, tokens
 from healthlog.archive import keys
 from healthlog.config import Settings
-from healthlog.errors import JournalBusy, JournalUnavailable
+from healthlog.errors import HealthlogError, JournalBusy, JournalUnavailable
 from healthlog.ingest import body
 from healthlog.ingest.auth import bearer_token, misses_bearer
 from healthlog.ingest.request import (
@@ -149,13 +149,25 @@ def _authenticate(deps: IngestDeps, headers: Mapping[str, str], note: Note) -> A
         if misses_bearer(headers):
             raise reject("not_bearer")
         raise reject("no_token")
+    token_hash = tokens.hash_token(token)
     try:
-        account = deps.journal.account_by_token_hash(tokens.hash_token(token))
+        account = deps.journal.account_by_token_hash(token_hash)
     except (JournalBusy, JournalUnavailable) as exc:
         raise _journal_rejected(deps.settings, exc, note.delivery_id) from None
     if account is None:
+        _note_stale(deps, token_hash)
         raise reject("bad_token")
     return account
+
+
+def _note_stale(deps: IngestDeps, token_hash: str) -> None:
+    """Count a refused token that is one an account had before a rotation (the watch's
+    stale_token rule tells the person the phone still sends it). The answer is the same
+    401 either way, and a journal that fails here changes nothing of it."""
+    try:
+        deps.journal.note_refused_token(token_hash, ids.now())
+    except HealthlogError:
+        return
 
 
 def _journal(deps: IngestDeps, new: NewDelivery) -> None:

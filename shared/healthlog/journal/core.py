@@ -40,6 +40,7 @@ from healthlog.journal.port import (
     CatalogEntry,
     DaySum,
     Journal,
+    StaleToken,
     StoredPoint,
     StoredRecord,
     Summary,
@@ -99,6 +100,9 @@ STATEMENTS = (
     "count_removed_bodies",
     "watch_notices",
     "add_watch_notice",
+    "retire_token",
+    "note_refused_token",
+    "stale_tokens",
     "delete_watch_notice",
     "summary_pending",
     "summary_settled",
@@ -544,7 +548,41 @@ class SqlJournal:
         self._write(work)
 
     def set_token_hash(self, account_id: str, token_hash: str) -> None:
-        self._change_account("set_token_hash", {"id": account_id, "token_hash": token_hash})
+        sql = self._sql
+        at = to_text(ids.now())
+
+        def work(conn: Connection) -> None:
+            old = conn.execute(sql["token_hash"], {"id": account_id}).fetchone()
+            changed = conn.execute(
+                sql["set_token_hash"], {"id": account_id, "token_hash": token_hash}
+            )
+            if changed.rowcount != 1:
+                raise errors.AccountNotFound()
+            if old is not None and old[0] != token_hash:
+                conn.execute(
+                    sql["retire_token"],
+                    {"token_hash": old[0], "account_id": account_id, "retired_at": at},
+                )
+
+        self._write(work)
+
+    def note_refused_token(self, token_hash: str, at: datetime) -> bool:
+        sql = self._sql["note_refused_token"]
+        params = {"token_hash": token_hash, "at": to_text(at)}
+        return self._write(lambda conn: conn.execute(sql, params).rowcount == 1)
+
+    def stale_tokens(self, account_id: str) -> list[StaleToken]:
+        return [
+            StaleToken(
+                rows.from_text(retired),
+                int(refused),
+                rows.from_text(first),
+                rows.from_text(last),
+            )
+            for retired, refused, first, last in self._all(
+                "stale_tokens", {"account_id": account_id}
+            )
+        ]
 
     def set_time_zone(self, account_id: str, time_zone: str) -> None:
         self._change_account("set_time_zone", {"id": account_id, "time_zone": time_zone})

@@ -143,6 +143,17 @@ class Summary:
         return self.counts.get(ParseStatus.PENDING.value, 0)
 
 
+class StaleToken(NamedTuple):
+    """A token an account had before a rotation that requests still come with (a phone
+    whose automation keeps the old token): when it was retired, how many requests it
+    was refused for, the first and the last of them."""
+
+    retired_at: datetime
+    refused: int
+    first_refused_at: datetime
+    last_refused_at: datetime
+
+
 class WatchNotice(NamedTuple):
     """A notification target told that a rule holds (``healthlog.watch``), until its
     "recovered" is told: the target's hash (never its URL), the rule's key, the notice's
@@ -176,7 +187,9 @@ class Journal(Protocol):
         """
 
     def set_token_hash(self, account_id: str, token_hash: str) -> None:
-        """Replace the account's token hash: the old token stops finding it at once.
+        """Replace the account's token hash: the old token stops finding it at once,
+        and is kept as a retired token of the account (``note_refused_token``), in the
+        same transaction.
 
         Raises HealthlogError if there is no such account or another holds this hash.
         """
@@ -312,6 +325,13 @@ class Journal(Protocol):
     def summary(self, account_id: str | None = None) -> Summary: ...
 
     # --- the watch's notices (docs/operations.md, "The watch") ---------------------------
+    def note_refused_token(self, token_hash: str, at: datetime) -> bool:
+        """Count a request refused for ``token_hash`` if it is a retired token of an
+        account (``set_token_hash`` keeps the one it replaces); False for any other."""
+
+    def stale_tokens(self, account_id: str) -> list[StaleToken]:
+        """The account's retired tokens that requests still came with, latest first."""
+
     def watch_notices(self) -> list[WatchNotice]:
         """Every notice told and not ended, by target and rule key."""
 

@@ -228,6 +228,30 @@ ON CONFLICT (target, rule_key) DO NOTHING
 -- A target's notice ended (its "recovered" is being told).
 DELETE FROM watch_notices WHERE target = %(target)s AND rule_key = %(rule_key)s
 
+-- retire_token --
+-- An account's token hash as it was before a rotation: kept to tell a stale phone apart
+-- from a stranger (a second retire of one hash changes nothing).
+INSERT INTO retired_tokens (token_hash, account_id, retired_at)
+VALUES (%(token_hash)s, %(account_id)s, %(retired_at)s)
+ON CONFLICT (token_hash) DO NOTHING
+
+-- note_refused_token --
+-- A request refused for a token that is a retired one of an account: counted.
+UPDATE retired_tokens
+SET refused = refused + 1,
+    first_refused_at = coalesce(first_refused_at, %(at)s),
+    last_refused_at = %(at)s
+WHERE token_hash = %(token_hash)s
+
+-- stale_tokens --
+-- An account's retired tokens that requests still came with, the latest refused first.
+SELECT to_char(retired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), refused,
+       to_char(first_refused_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       to_char(last_refused_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM retired_tokens
+WHERE account_id = %(account_id)s AND refused > 0
+ORDER BY last_refused_at DESC
+
 -- summary_pending --
 -- The queue's length and its oldest delivery, from the partial index.
 SELECT count(*), to_char(min(received_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')

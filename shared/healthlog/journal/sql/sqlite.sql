@@ -190,6 +190,28 @@ ON CONFLICT (target, rule_key) DO NOTHING
 -- A target's notice ended (its "recovered" is being told).
 DELETE FROM watch_notices WHERE target = :target AND rule_key = :rule_key
 
+-- retire_token --
+-- An account's token hash as it was before a rotation: kept to tell a stale phone apart
+-- from a stranger (a second retire of one hash changes nothing).
+INSERT INTO retired_tokens (token_hash, account_id, retired_at)
+VALUES (:token_hash, :account_id, :retired_at)
+ON CONFLICT (token_hash) DO NOTHING
+
+-- note_refused_token --
+-- A request refused for a token that is a retired one of an account: counted.
+UPDATE retired_tokens
+SET refused = refused + 1,
+    first_refused_at = coalesce(first_refused_at, :at),
+    last_refused_at = :at
+WHERE token_hash = :token_hash
+
+-- stale_tokens --
+-- An account's retired tokens that requests still came with, the latest refused first.
+SELECT retired_at, refused, first_refused_at, last_refused_at
+FROM retired_tokens
+WHERE account_id = :account_id AND refused > 0
+ORDER BY last_refused_at DESC
+
 -- summary_pending --
 -- The queue's length and its oldest delivery.
 SELECT count(*), min(received_at) FROM deliveries WHERE status = 'pending' /*and*/
