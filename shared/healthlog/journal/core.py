@@ -101,6 +101,7 @@ STATEMENTS = (
     "watch_notices",
     "add_watch_notice",
     "retire_token",
+    "is_retired_token",
     "note_refused_token",
     "stale_tokens",
     "delete_watch_notice",
@@ -567,6 +568,9 @@ class SqlJournal:
         self._write(work)
 
     def note_refused_token(self, token_hash: str, at: datetime) -> bool:
+        # a read first: a stranger's token (any number of them) takes no write lock
+        if self._one("is_retired_token", {"token_hash": token_hash}) is None:
+            return False
         sql = self._sql["note_refused_token"]
         params = {"token_hash": token_hash, "at": to_text(at)}
         return self._write(lambda conn: conn.execute(sql, params).rowcount == 1)

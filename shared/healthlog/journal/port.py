@@ -327,7 +327,8 @@ class Journal(Protocol):
     # --- the watch's notices (docs/operations.md, "The watch") ---------------------------
     def note_refused_token(self, token_hash: str, at: datetime) -> bool:
         """Count a request refused for ``token_hash`` if it is a retired token of an
-        account (``set_token_hash`` keeps the one it replaces); False for any other."""
+        account (``set_token_hash`` keeps the one it replaces); False for any other,
+        found by a read alone (a stranger's tries take no write lock)."""
 
     def stale_tokens(self, account_id: str) -> list[StaleToken]:
         """The account's retired tokens that requests still came with, latest first."""

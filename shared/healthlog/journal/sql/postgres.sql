@@ -235,6 +235,10 @@ INSERT INTO retired_tokens (token_hash, account_id, retired_at)
 VALUES (%(token_hash)s, %(account_id)s, %(retired_at)s)
 ON CONFLICT (token_hash) DO NOTHING
 
+-- is_retired_token --
+-- Whether a token hash is a retired one (a read: a stranger's tries take no write lock).
+SELECT 1 FROM retired_tokens WHERE token_hash = %(token_hash)s
+
 -- note_refused_token --
 -- A request refused for a token that is a retired one of an account: counted.
 UPDATE retired_tokens
