@@ -119,6 +119,17 @@ def _own(url: str, netloc: str) -> bool:
     return parts.scheme == "http" and parts.netloc == netloc
 
 
+def test_the_overview_shows_the_watchs_rules_that_hold_first(driver: Any, site: Site) -> None:
+    """The rules ``healthlog status --check`` lists, with what to do, before the counts:
+    alice has a failed delivery (unreadable) and her phone's last delivery is old."""
+    assert visit(driver, site.url, "/", None, "overview") == "yes"
+    found = driver.find_element("id", "watch").text
+    assert "failed unreadable · alice" in found and "healthlog replay" in found
+    assert "no_delivery · alice" in found
+    headings = [h.text for h in driver.find_elements("css selector", "#content h2")]
+    assert headings[0] == "Watch"
+
+
 def test_every_page_loads_with_no_error_and_no_other_host(
     driver: Any, site: Site, tmp_path: Path
 ) -> None:

@@ -18,6 +18,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from healthlog import log
 from healthlog.archive.local import LocalArchive
+from healthlog.config import Settings
 from healthlog.dashboard import DashboardOptions, create_app
 from healthlog.dashboard.app import CSP, SESSION_COOKIE
 from healthlog.dashboard.server import is_loopback
@@ -62,6 +63,20 @@ def get(client: FlaskClient, url: str, status: int = 200) -> dict[str, object]:
 
 
 # --- every endpoint -------------------------------------------------------------------------
+
+
+def test_status_says_which_rules_of_the_watch_hold(folded: tuple[Folded, Path]) -> None:
+    where = folded[1]
+    without = make_app(where, account_name="alice").test_client()
+    assert get(without, "/api/status")["watch"] is None  # no settings: not judged
+    settings = Settings(journal_url=f"sqlite:///{where}/journal.db")
+    client = make_app(where, account_name="alice", settings=settings).test_client()
+    found = get(client, "/api/status")["watch"]
+    assert isinstance(found, list)
+    rules = {(f["rule"], f["account"]) for f in found}
+    assert ("failed unreadable", "alice") in rules and ("no_delivery", "alice") in rules
+    assert all(f["account"] in ("alice", None) for f in found)  # never bob's
+    assert all(f["advice"] for f in found)
 
 
 def test_status_says_what_healthlog_status_says(alice: FlaskClient) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
-from healthlog import ids, ranges, reads
+from healthlog import ids, ranges, reads, watch
 from healthlog.archive.port import Archive
 from healthlog.clock import UnknownZone, zone_named
 from healthlog.dashboard.app import DashboardError
@@ -137,7 +137,22 @@ def status() -> Any:
         "uncovered": summary.uncovered,
         "points": summary.points,
         "records": summary.records,
+        "watch": _watch(),
     }
+
+
+def _watch() -> list[dict[str, object]] | None:
+    """The watch's rules that hold for the account in view (and, without sign-in, the
+    journal's own: the backlog, the disks), as ``healthlog status --check`` says them;
+    None where the dashboard was given no settings to judge them by."""
+    ext = current_app.extensions["healthlog"]
+    settings = ext["options"].settings
+    if settings is None:
+        return None
+    account = _reads().account
+    found = watch.evaluate(ext["journal"], settings, account_id=account.id)
+    whole = not ext["options"].require_sign_in
+    return [f.as_dict() for f in found if f.account == account.name or (whole and not f.account)]
 
 
 @api.get("/catalog")

@@ -7,7 +7,20 @@ HL.start(async () => {
     el("div", { class: "card" }, el("div", { class: "label", text: label }),
        el("div", { class: "value" + (small ? " small" : ""), text: value }));
   const total = Object.values(s.counts).reduce((a, b) => a + b, 0);
+  // the watch's rules that hold (healthlog status --check), first: what needs doing
+  const watch = [];
+  if (s.watch !== null && s.watch !== undefined) {
+    watch.push(el("h2", { text: "Watch" }));
+    watch.push(s.watch.length
+      ? el("ul", { class: "watch", id: "watch" }, ...s.watch.map((f) =>
+          el("li", { class: "finding" },
+            el("strong", { text: f.rule + (f.account ? " · " + f.account : "") }),
+            el("span", { text: ": " + f.line }),
+            el("p", { class: "advice", text: f.advice }))))
+      : el("p", { id: "watch", text: "Every rule of the watch is quiet." }));
+  }
   const parts = [
+    ...watch,
     el("div", { class: "cards", id: "cards" },
       card("deliveries", HL.number(total, 0)),
       card("backlog (pending)", HL.number(s.backlog, 0)),
