@@ -86,6 +86,8 @@ def test_on_loopback_every_account_and_the_journal_as_a_whole(two: tuple[Path, s
         "alice": 1.0,
         "bob": 0.0,
     }
+    lag = {s["quantile"]: v for s, v in found["healthlog_fold_lag_seconds"]}
+    assert set(lag) == {"0.5", "1"} and 0 <= lag["0.5"] <= lag["1"]  # bob has none folded
     assert found["healthlog_backlog"] == [({}, 1.0)]
     assert found["healthlog_backlog_oldest_age_seconds"][0][1] > 0
     rules = {(s["rule"], s["account"]): v for s, v in found["healthlog_watch_rule_holds"]}

@@ -3,9 +3,10 @@
 Read from the journal at each scrape (a collector of ``prometheus_client``, whose text
 writer and parser are Prometheus' own), never kept in memory between two: the
 deliveries per status, the backlog and its oldest delivery's age, each account's last
-delivery's age, its failures by class and points in the showcase, and the watch's rules
-that hold (``healthlog.watch``). Names and counts only: an account's name is a label,
-never a health value, a source name or a token. docs/operations.md, "Monitoring".
+delivery's age, its failures by class and points in the showcase, how long its latest
+deliveries waited to be folded, and the watch's rules that hold (``healthlog.watch``).
+Names and counts only: an account's name is a label, never a health value, a source
+name or a token. docs/operations.md, "The watch".
 
 It is served on the dashboard's port only (never on ingest's), under the dashboard's own
 rules: on loopback without sign-in it shows every account (or the one the dashboard is
@@ -29,6 +30,8 @@ from healthlog.model import Account
 
 #: what a scrape is answered with
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: the deliveries the fold lag is measured over, per account (the newest)
+LAG_DELIVERIES = 100
 
 
 class JournalCollector(Collector):
@@ -78,7 +81,24 @@ class JournalCollector(Collector):
             if summary.last_delivery is not None:
                 last.add_metric([account.name], (now - summary.last_delivery).total_seconds())
             points.add_metric([account.name], summary.points)
-        yield from (deliveries, failed, last, points)
+        lag = GaugeMetricFamily(
+            "healthlog_fold_lag_seconds",
+            f"Seconds from receipt to fold of the account's last {LAG_DELIVERIES} deliveries"
+            " folded: the largest, and the median.",
+            labels=["account", "quantile"],
+        )
+        for account in accounts:
+            waits = sorted(
+                (d.folded_at - d.received_at).total_seconds()
+                for d in self._journal.deliveries(
+                    account_id=account.id, limit=LAG_DELIVERIES, newest_first=True
+                )
+                if d.folded_at is not None
+            )
+            if waits:
+                lag.add_metric([account.name, "0.5"], waits[len(waits) // 2])
+                lag.add_metric([account.name, "1"], waits[-1])
+        yield from (deliveries, failed, last, points, lag)
         if self._whole:
             whole = self._journal.summary()
             yield GaugeMetricFamily(
