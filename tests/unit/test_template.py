@@ -2,8 +2,9 @@
 
 ``make cfnlint`` checks that the template is valid CloudFormation. These tests check that
 it says what healthlog needs: an unsigned Function URL, a fold ticked every minute that
-runs once at a time, least-privilege roles, a private TLS-only bucket, and the
-environment variables ``healthlog.config.Settings`` reads, no more and no fewer.
+runs once at a time, a scheduled watch that may publish to its own SNS topic and nothing
+else, least-privilege roles, a private TLS-only bucket, and the environment variables
+``healthlog.config.Settings`` reads, no more and no fewer.
 
 The translation is the one CloudFormation runs (``AWS::Serverless-2016-10-31``), after
 the local code paths are replaced with S3 URIs as ``sam package`` does; no AWS call.
@@ -47,18 +48,11 @@ NOT_IN_THE_CLOUD = {
     "machine (healthlog.importer), against the cloud's journal and bucket",
     "HEALTHLOG_SOURCE_PRIORITY": "a setting of the reads (dashboard, plot, export, MCP), "
     "which run on your machine; neither function reads points",
-    **dict.fromkeys(
-        (
-            "HEALTHLOG_WATCH_NO_DELIVERY_H",
-            "HEALTHLOG_WATCH_SILENT_DAYS",
-            "HEALTHLOG_WATCH_BACKLOG_MIN",
-            "HEALTHLOG_WATCH_DISK_FREE_PERCENT",
-            "HEALTHLOG_NOTIFY_URLS",
-        ),
-        "the watch runs in healthlog serve, healthlog watch and status --check, on your "
-        "machine; its scheduled function in AWS is not there yet",
-    ),
+    "HEALTHLOG_WATCH_DISK_FREE_PERCENT": "the disk rule reads a SQLite journal's and a "
+    "folder archive's disks; in AWS they are PostgreSQL and S3, with no disk of ours",
 }
+
+FUNCTIONS = {"IngestFunction": "ingest", "FoldFunction": "fold", "WatchFunction": "watch"}
 
 #: a Function URL request (the whole invoke payload) is at most 6 MB
 LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024
@@ -163,8 +157,27 @@ def test_the_ingest_url_takes_unsigned_requests(cfn: dict[str, Any]) -> None:
     }
 
 
+def schedules(cfn: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The EventBridge rules whose targets include the function ``name``."""
+    arn = {"Fn::GetAtt": [name, "Arn"]}
+    return [
+        r
+        for r in resources(cfn, "AWS::Events::Rule").values()
+        if arn in [t["Arn"] for t in r["Targets"]]
+    ]
+
+
+def invoke_config(cfn: dict[str, Any], name: str) -> dict[str, Any]:
+    (config,) = [
+        c
+        for c in resources(cfn, "AWS::Lambda::EventInvokeConfig").values()
+        if c["FunctionName"] == {"Ref": name}
+    ]
+    return config
+
+
 def test_the_fold_is_ticked_every_minute_and_reconciles_once_a_day(cfn: dict[str, Any]) -> None:
-    rules = {r["ScheduleExpression"]: r for r in resources(cfn, "AWS::Events::Rule").values()}
+    rules = {r["ScheduleExpression"]: r for r in schedules(cfn, "FoldFunction")}
     assert set(rules) == {"rate(1 minute)", "rate(1 day)"}
     for rule in rules.values():
         assert rule["State"] == "ENABLED"
@@ -180,8 +193,7 @@ def test_the_fold_is_ticked_every_minute_and_reconciles_once_a_day(cfn: dict[str
 
 def test_one_fold_runs_at_a_time_and_missed_ticks_do_not_pile_up(cfn: dict[str, Any]) -> None:
     assert function(cfn, "FoldFunction")["ReservedConcurrentExecutions"] == 1
-    (config,) = resources(cfn, "AWS::Lambda::EventInvokeConfig").values()
-    assert config["FunctionName"] == {"Ref": "FoldFunction"}
+    config = invoke_config(cfn, "FoldFunction")
     # a throttled tick or wake-up is dropped after a minute, never retried: the next
     # tick does the same work
     assert config["MaximumEventAgeInSeconds"] == 60
@@ -209,10 +221,11 @@ def test_the_body_limit_leaves_room_for_base64_under_the_lambda_payload_limit(
     assert limit * 4 / 3 + EVENT_OVERHEAD_BYTES <= LAMBDA_PAYLOAD_BYTES
 
 
-def test_both_functions_run_their_handler_from_the_shared_layer(cfn: dict[str, Any]) -> None:
+def test_every_function_runs_its_handler_from_the_shared_layer(cfn: dict[str, Any]) -> None:
     (layer_name,) = resources(cfn, "AWS::Lambda::LayerVersion")
     layer = resources(cfn, "AWS::Lambda::LayerVersion")[layer_name]
-    for name, folder in (("IngestFunction", "ingest"), ("FoldFunction", "fold")):
+    assert set(resources(cfn, "AWS::Lambda::Function")) == set(FUNCTIONS)
+    for name, folder in FUNCTIONS.items():
         fn = function(cfn, name)
         assert fn["Layers"] == [{"Ref": layer_name}]
         assert fn["Runtime"] in layer["CompatibleRuntimes"]
@@ -251,14 +264,14 @@ def _pins(text: str) -> dict[str, str]:
 
 
 def test_the_environment_is_exactly_what_settings_reads(cfn: dict[str, Any]) -> None:
-    ingest, fold = env(cfn, "IngestFunction"), env(cfn, "FoldFunction")
-    assert set(ingest) <= set(ENV_VARS) and set(fold) <= set(ENV_VARS)
-    assert set(ingest) | set(fold) == set(ENV_VARS) - set(NOT_IN_THE_CLOUD)
+    every = [set(env(cfn, name)) for name in FUNCTIONS]
+    assert all(variables <= set(ENV_VARS) for variables in every)
+    assert set.union(*every) == set(ENV_VARS) - set(NOT_IN_THE_CLOUD)
     assert set(NOT_IN_THE_CLOUD) <= set(ENV_VARS), "a reason for a variable that is gone"
 
 
 def test_the_literal_values_are_valid_settings(cfn: dict[str, Any]) -> None:
-    for name in ("IngestFunction", "FoldFunction"):
+    for name in FUNCTIONS:
         literal = {k: v for k, v in env(cfn, name).items() if isinstance(v, str)}
         Settings.from_env(literal)  # raises ConfigError on a value it cannot read
     assert env(cfn, "IngestFunction")["HEALTHLOG_ARCHIVE_URL"] == {
@@ -267,7 +280,7 @@ def test_the_literal_values_are_valid_settings(cfn: dict[str, Any]) -> None:
 
 
 def test_the_journal_url_is_never_in_plain_text(cfn: dict[str, Any]) -> None:
-    for name in ("IngestFunction", "FoldFunction"):
+    for name in FUNCTIONS:
         variables = env(cfn, name)
         assert "HEALTHLOG_JOURNAL_URL" not in variables
         assert variables["HEALTHLOG_JOURNAL_URL_PARAMETER"] == {"Ref": "JournalUrlParameterName"}
@@ -321,20 +334,21 @@ def test_fold_may_read_bodies_but_not_write_them(cfn: dict[str, Any]) -> None:
 
 
 def test_only_ingest_may_invoke_and_only_the_fold(cfn: dict[str, Any]) -> None:
-    ingest, fold = role_of(cfn, "IngestFunction"), role_of(cfn, "FoldFunction")
+    ingest = role_of(cfn, "IngestFunction")
     (wake,) = [s for s in statements(cfn, ingest) if s["Action"] == "lambda:InvokeFunction"]
     assert wake["Resource"] == {"Fn::GetAtt": ["FoldFunction", "Arn"]}
-    assert not [a for a in actions(cfn, fold) if a.startswith("lambda:")]
+    for name in ("FoldFunction", "WatchFunction"):
+        assert not [a for a in actions(cfn, role_of(cfn, name)) if a.startswith("lambda:")]
 
 
-def test_both_may_read_the_journal_url_parameter_and_nothing_else_in_ssm(
+def test_each_may_read_the_journal_url_parameter_and_nothing_else_in_ssm(
     cfn: dict[str, Any],
 ) -> None:
     parameter = {
         "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
         ":parameter${JournalUrlParameterName}"
     }
-    for name in ("IngestFunction", "FoldFunction"):
+    for name in FUNCTIONS:
         role = role_of(cfn, name)
         (ssm,) = [s for s in statements(cfn, role) if str(s["Action"]).startswith("ssm:")]
         assert (ssm["Action"], ssm["Resource"]) == ("ssm:GetParameter", parameter)
@@ -382,7 +396,7 @@ def test_the_functions_join_the_database_vpc_only_when_subnets_are_given(
     assert cfn["Conditions"]["InVpc"] == {
         "Fn::Not": [{"Fn::Equals": [{"Fn::Join": ["", {"Ref": "VpcSubnetIds"}]}, ""]}]
     }
-    for name in ("IngestFunction", "FoldFunction"):
+    for name in FUNCTIONS:
         assert function(cfn, name)["VpcConfig"] == {
             "Fn::If": [
                 "InVpc",
@@ -393,3 +407,76 @@ def test_the_functions_join_the_database_vpc_only_when_subnets_are_given(
                 {"Ref": "AWS::NoValue"},
             ]
         }
+
+
+# --- the watch ---------------------------------------------------------------------------
+
+
+def test_the_watch_runs_on_the_schedule_parameter_and_is_not_retried(
+    cfn: dict[str, Any],
+) -> None:
+    (rule,) = schedules(cfn, "WatchFunction")
+    assert rule["ScheduleExpression"] == {"Ref": "WatchSchedule"}
+    assert rule["State"] == "ENABLED"
+    assert "Input" not in rule["Targets"][0]  # the handler reads nothing of the event
+    parameter = cfn["Parameters"]["WatchSchedule"]
+    assert parameter["Default"] == "rate(15 minutes)"
+    pattern = re.compile(parameter["AllowedPattern"])
+    assert pattern.match("rate(1 hour)") and pattern.match("cron(0 8 * * ? *)")
+    assert not pattern.match("every 15 minutes")
+    # the journal holds what was told: a failed run is healed by the next one
+    assert invoke_config(cfn, "WatchFunction")["MaximumRetryAttempts"] == 0
+
+
+def test_the_watch_timeout_outlasts_an_unreachable_sns_for_several_notices(
+    cfn: dict[str, Any],
+) -> None:
+    """A run killed between a notice's claim and its publish would never send it."""
+    from healthlog import watch_aws
+
+    per_notice = watch_aws.ATTEMPTS * (watch_aws.CONNECT_TIMEOUT_S + watch_aws.READ_TIMEOUT_S)
+    assert function(cfn, "WatchFunction")["Timeout"] >= 5 * per_notice
+    # no schedule of the fold invokes the watch, nor the other way round
+    assert not [r for r in schedules(cfn, "FoldFunction") if r in schedules(cfn, "WatchFunction")]
+
+
+def test_the_watch_tells_its_own_topic_by_its_arn(cfn: dict[str, Any]) -> None:
+    from healthlog import watch_aws
+
+    (topic,) = resources(cfn, "AWS::SNS::Topic")
+    variables = env(cfn, "WatchFunction")
+    assert variables["HEALTHLOG_NOTIFY_URLS"] == {"Fn::Sub": f"{watch_aws.PREFIX}${{{topic}}}"}
+    assert variables["HEALTHLOG_WATCH_NO_DELIVERY_H"] == {"Ref": "WatchNoDeliveryHours"}
+    assert cfn["Parameters"]["WatchNoDeliveryHours"]["Default"] == 26
+    assert cfn["Outputs"]["AlertTopicArn"]["Value"] == {"Ref": topic}
+    # the other functions tell no one
+    for name in ("IngestFunction", "FoldFunction"):
+        assert "HEALTHLOG_NOTIFY_URLS" not in env(cfn, name)
+
+
+def test_only_the_watch_may_publish_and_only_to_its_topic(cfn: dict[str, Any]) -> None:
+    (topic,) = resources(cfn, "AWS::SNS::Topic")
+    watch = role_of(cfn, "WatchFunction")
+    (publish,) = [s for s in statements(cfn, watch) if str(s["Action"]).startswith("sns:")]
+    assert (publish["Action"], publish["Resource"]) == ("sns:Publish", {"Ref": topic})
+    assert {a for a in actions(cfn, watch) if not a.startswith(("ssm:", "kms:"))} == {"sns:Publish"}
+    for name in ("IngestFunction", "FoldFunction"):
+        assert not [a for a in actions(cfn, role_of(cfn, name)) if a.startswith("sns:")]
+
+
+def test_an_email_subscription_only_when_an_address_is_given(cfn: dict[str, Any]) -> None:
+    (topic,) = resources(cfn, "AWS::SNS::Topic")
+    (name, subscription) = next(iter(resources(cfn, "AWS::SNS::Subscription").items()))
+    assert cfn["Resources"][name]["Condition"] == "AlertByEmail"
+    assert cfn["Conditions"]["AlertByEmail"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "AlertEmail"}, ""]}]
+    }
+    assert subscription == {
+        "TopicArn": {"Ref": topic},
+        "Protocol": "email",
+        "Endpoint": {"Ref": "AlertEmail"},
+    }
+    assert cfn["Parameters"]["AlertEmail"]["Default"] == ""
+    pattern = re.compile(cfn["Parameters"]["AlertEmail"]["AllowedPattern"])
+    assert pattern.match("") and pattern.match("me@example.org")
+    assert not pattern.match("me at example.org")
