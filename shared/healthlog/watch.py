@@ -379,13 +379,23 @@ def targets(settings: Settings) -> list[Target]:
 
 
 class Message(NamedTuple):
-    """What one target is told: a rule started to hold (its finding), or it stopped."""
+    """What one target is told: a rule started to hold (its finding), or it stopped;
+    with the notice the journal holds of it, if any (a claim to take up, a notice to
+    end)."""
 
     target: Target
     key: str
     title: str
     body: str
     recovered: bool
+    notice: WatchNotice | None = None
+
+
+#: where a notice stands in the journal (``WatchNotice.state``)
+TELLING, TOLD, ENDING = "telling", "told", "ending"
+#: a claim older than this that its evaluator never confirmed (killed between the claim
+#: and the send) is taken up again: longer than any one send takes
+CLAIM_S = 300.0
 
 
 #: sends one message; True if the target took it
@@ -462,30 +472,34 @@ class Watcher:
 
     def pending(self, found: Sequence[Finding], now: datetime) -> list[Message]:
         """What each target is to be told: the findings it was not told, the notices of
-        rules that no longer hold."""
+        rules that no longer hold, and what a claim left unfinished (its evaluator was
+        killed between the claim and the send) for longer than ``CLAIM_S``."""
         told: dict[str, dict[str, WatchNotice]] = {}
         for notice in self.journal.watch_notices():
             told.setdefault(notice.target, {})[notice.rule_key] = notice
         holding = {f.key for f in found}
+        stale = now - timedelta(seconds=CLAIM_S)
         messages = []
         for target in self.targets:
             known = told.get(target.id, {})
-            messages += [
-                Message(target, f.key, f.subject, f.text(), recovered=False)
-                for f in found
-                if f.key not in known
-            ]
-            messages += [
-                Message(target, key, f"{n.subject}: recovered", recovered_text(n, now), True)
-                for key, n in known.items()
-                if key not in holding
-            ]
+            for f in found:
+                n = known.get(f.key)
+                if n is None or (n.state == TELLING and n.told_at <= stale):
+                    messages.append(Message(target, f.key, f.subject, f.text(), False, n))
+            for key, n in known.items():
+                if key in holding and n.state != ENDING:
+                    continue
+                if n.state == TOLD or (n.state == ENDING and n.told_at <= stale):
+                    title = f"{n.subject}: recovered"
+                    messages.append(Message(target, key, title, recovered_text(n, now), True, n))
         return messages
 
     def run(self, now: datetime | None = None, *, dry_run: bool = False) -> Report:
-        """One evaluation: the rules, then each change told to each target (claimed in the
-        journal first, so two evaluators at once tell it once; a send that fails gives
-        the claim back, for the next evaluation to try again)."""
+        """One evaluation: the rules, then each change told to each target. Each is
+        claimed in the journal first (``telling``, or ``ending`` for a "recovered"), so
+        two evaluators at once tell it once, and confirmed once the target took it
+        (``told``, or the notice ended); a send that fails gives the claim back, and a
+        claim its evaluator never finished is taken up again after ``CLAIM_S``."""
         now = now or ids.now()
         found = evaluate(self.journal, self.settings, now, usage=self._usage)
         messages = self.pending(found, now)
@@ -493,21 +507,20 @@ class Watcher:
             return Report(found, messages, [], len(self.targets))
         sent, failed = [], []
         for m in messages:
-            notice = WatchNotice(m.target.id, m.key, m.title, now)
-            if m.recovered:
-                ended = self._ended(m)
-                if ended is None:
-                    continue  # another evaluator told it
-                notice = ended
-            elif not self.journal.add_watch_notice(notice):
-                continue
+            claim = self._claim(m, now)
+            if claim is None:
+                continue  # another evaluator has it
             if self._tell(m):
                 sent.append(m)
+                if m.recovered:
+                    self.journal.delete_watch_notice(m.target.id, m.key)
+                else:
+                    self.journal.move_watch_notice(claim, state=TOLD, at=claim.told_at)
             else:
                 failed.append(m)
                 # given back: the next evaluation tells it again
                 if m.recovered:
-                    self.journal.add_watch_notice(notice)
+                    self.journal.move_watch_notice(claim, state=TOLD, at=claim.told_at)
                 else:
                     self.journal.delete_watch_notice(m.target.id, m.key)
         if sent or failed:
@@ -515,11 +528,15 @@ class Watcher:
                       holds=len(found))  # fmt: skip
         return Report(found, sent, failed, len(self.targets))
 
-    def _ended(self, m: Message) -> WatchNotice | None:
-        for notice in self.journal.watch_notices():
-            if (notice.target, notice.rule_key) == (m.target.id, m.key):
-                return notice if self.journal.delete_watch_notice(m.target.id, m.key) else None
-        return None
+    def _claim(self, m: Message, now: datetime) -> WatchNotice | None:
+        """The notice as claimed for ``m``'s send, or None if another evaluator has it."""
+        state = ENDING if m.recovered else TELLING
+        if m.notice is None:
+            notice = WatchNotice(m.target.id, m.key, m.title, now, TELLING)
+            return notice if self.journal.add_watch_notice(notice) else None
+        if not self.journal.move_watch_notice(m.notice, state=state, at=now):
+            return None
+        return m.notice._replace(state=state, told_at=now)
 
     def _tell(self, m: Message) -> bool:
         try:

@@ -63,3 +63,17 @@ def test_a_rotated_token_is_kept_retired_and_its_refusals_counted(journal: Journ
     assert [t.refused for t in journal.stale_tokens(account.id)] == [1, 2]  # latest first
     bob = journal.add_account("bob", "bob-hash")
     assert journal.stale_tokens(bob.id) == []
+
+
+def test_a_notice_moves_on_only_from_where_its_evaluator_saw_it(journal: Journal) -> None:
+    """The claim's compare-and-set: of two evaluators that read one notice, one moves it."""
+    claimed = notice(at_s=0)._replace(state="telling")
+    assert journal.add_watch_notice(claimed)
+    assert journal.watch_notices() == [claimed]
+    later = T0 + timedelta(minutes=10)
+    assert journal.move_watch_notice(claimed, state="telling", at=later)  # taken up again
+    assert not journal.move_watch_notice(claimed, state="told", at=later)  # read before
+    (now,) = journal.watch_notices()
+    assert (now.state, now.told_at) == ("telling", later)
+    assert journal.move_watch_notice(now, state="told", at=later)
+    assert [n.state for n in journal.watch_notices()] == ["told"]

@@ -150,3 +150,61 @@ def test_a_stale_token_holds_after_its_refusals_within_the_window() -> None:
     assert found is not None and found.key == "stale_token:a-1" and found.account == "alice"
     assert "3 requests refused" in found.line and "replaced 2026-11-30" in found.line
     assert "Authorization" in found.advice and "rotate" in found.advice
+
+
+class _Killed(BaseException):
+    """The evaluator's process dying between a claim and its send (SIGKILL's stand-in:
+    nothing after it in the evaluation runs)."""
+
+
+def test_a_claim_whose_evaluator_was_killed_is_told_later_never_lost(tmp_path: Path) -> None:
+    """A notice claimed in the journal and never sent (the evaluator killed in between)
+    is taken up again once its claim is old: told exactly once; so is its "recovered"."""
+    journal = SqliteJournal(str(tmp_path / "j.db"))
+    journal.migrate()
+    try:
+        journal.add_account("alice", "hash", created_at=NOW - timedelta(days=3))
+        settings = Settings(
+            journal_url=f"sqlite:///{tmp_path}/j.db",
+            notify_urls="json://127.0.0.1:9/hook",
+            watch_silent_days=0,
+            watch_disk_free_percent=0,
+        )
+        told: list[str] = []
+
+        def dies(target: watch.Target, title: str, body: str) -> bool:
+            raise _Killed
+
+        def takes(target: watch.Target, title: str, body: str) -> bool:
+            told.append(title)
+            return True
+
+        with pytest.raises(_Killed):
+            watch.Watcher(journal, settings, send=dies).run(NOW)
+        (claim,) = journal.watch_notices()
+        assert claim.state == "telling"
+        # at once: another evaluator may still be sending it, so it is left alone
+        watch.Watcher(journal, settings, send=takes).run(NOW + timedelta(seconds=60))
+        assert told == []
+        later = NOW + timedelta(seconds=watch.CLAIM_S + 1)
+        watch.Watcher(journal, settings, send=takes).run(later)
+        assert told == ["healthlog no_delivery alice"]
+        assert [n.state for n in journal.watch_notices()] == ["told"]
+        watch.Watcher(journal, settings, send=takes).run(later + timedelta(minutes=1))
+        assert told == ["healthlog no_delivery alice"]  # told: never twice
+
+        # a delivery: the rule stops holding; its "recovered" killed, then told later
+        _deliver(journal, journal.accounts()[0], later + timedelta(minutes=2))
+        recovery = later + timedelta(minutes=3)
+        with pytest.raises(_Killed):
+            watch.Watcher(journal, settings, send=dies).run(recovery)
+        assert [n.state for n in journal.watch_notices()] == ["ending"]
+        watch.Watcher(journal, settings, send=takes).run(recovery + timedelta(seconds=30))
+        assert told == ["healthlog no_delivery alice"]
+        watch.Watcher(journal, settings, send=takes).run(
+            recovery + timedelta(seconds=watch.CLAIM_S + 1)
+        )
+        assert told == ["healthlog no_delivery alice", "healthlog no_delivery alice: recovered"]
+        assert journal.watch_notices() == []
+    finally:
+        journal.close()

@@ -100,6 +100,7 @@ STATEMENTS = (
     "count_removed_bodies",
     "watch_notices",
     "add_watch_notice",
+    "move_watch_notice",
     "retire_token",
     "is_retired_token",
     "note_refused_token",
@@ -881,8 +882,8 @@ class SqlJournal:
 
     def watch_notices(self) -> list[WatchNotice]:
         return [
-            WatchNotice(target, key, subject, rows.from_text(at))
-            for target, key, subject, at in self._all("watch_notices", {})
+            WatchNotice(target, key, subject, rows.from_text(at), state)
+            for target, key, subject, at, state in self._all("watch_notices", {})
         ]
 
     def add_watch_notice(self, notice: WatchNotice) -> bool:
@@ -892,6 +893,19 @@ class SqlJournal:
             "rule_key": notice.rule_key,
             "subject": notice.subject,
             "told_at": to_text(notice.told_at),
+            "state": notice.state,
+        }
+        return self._write(lambda conn: conn.execute(sql, params).rowcount == 1)
+
+    def move_watch_notice(self, notice: WatchNotice, *, state: str, at: datetime) -> bool:
+        sql = self._sql["move_watch_notice"]
+        params = {
+            "target": notice.target,
+            "rule_key": notice.rule_key,
+            "was_state": notice.state,
+            "was_at": to_text(notice.told_at),
+            "state": state,
+            "at": to_text(at),
         }
         return self._write(lambda conn: conn.execute(sql, params).rowcount == 1)
 

@@ -157,12 +157,14 @@ class StaleToken(NamedTuple):
 class WatchNotice(NamedTuple):
     """A notification target told that a rule holds (``healthlog.watch``), until its
     "recovered" is told: the target's hash (never its URL), the rule's key, the notice's
-    title, when it was told."""
+    title, when it was told (or claimed), and where it stands: ``telling`` (claimed, the
+    send not confirmed), ``told``, ``ending`` (its "recovered" claimed, not confirmed)."""
 
     target: str
     rule_key: str
     subject: str
     told_at: datetime
+    state: str = "told"
 
 
 class Journal(Protocol):
@@ -339,6 +341,11 @@ class Journal(Protocol):
     def add_watch_notice(self, notice: WatchNotice) -> bool:
         """Record a notice; False (and nothing changed) if its target and rule have one:
         of two evaluators at once, only the one that added it tells it."""
+
+    def move_watch_notice(self, notice: WatchNotice, *, state: str, at: datetime) -> bool:
+        """Move ``notice`` on to ``state`` claimed at ``at``, if it still stands as it was
+        read (its state and time); False, and nothing changed, if another evaluator moved
+        or ended it first."""
 
     def delete_watch_notice(self, target: str, rule_key: str) -> bool:
         """End a notice; False if there was none (another evaluator ended it first)."""

@@ -215,14 +215,21 @@ SELECT count(*) FROM deliveries WHERE body_removed_at IS NOT NULL /*and*/
 -- watch_notices --
 -- What the watch told each target: the rules that held when told, not recovered since.
 SELECT target, rule_key, subject,
-       to_char(told_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+       to_char(told_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), state
 FROM watch_notices ORDER BY target, rule_key
 
 -- add_watch_notice --
 -- A target told that a rule holds; a second add of one (target, rule) changes nothing.
-INSERT INTO watch_notices (target, rule_key, subject, told_at)
-VALUES (%(target)s, %(rule_key)s, %(subject)s, %(told_at)s::timestamptz)
+INSERT INTO watch_notices (target, rule_key, subject, told_at, state)
+VALUES (%(target)s, %(rule_key)s, %(subject)s, %(told_at)s::timestamptz, %(state)s)
 ON CONFLICT (target, rule_key) DO NOTHING
+
+-- move_watch_notice --
+-- A notice moved on from where one evaluator saw it (its state and claim time) to
+-- another state and time: changes nothing if another evaluator moved it first.
+UPDATE watch_notices SET state = %(state)s, told_at = %(at)s::timestamptz
+WHERE target = %(target)s AND rule_key = %(rule_key)s
+  AND state = %(was_state)s AND told_at = %(was_at)s::timestamptz
 
 -- delete_watch_notice --
 -- A target's notice ended (its "recovered" is being told).

@@ -178,13 +178,20 @@ SELECT count(*) FROM deliveries WHERE body_removed_at IS NOT NULL /*and*/
 
 -- watch_notices --
 -- What the watch told each target: the rules that held when told, not recovered since.
-SELECT target, rule_key, subject, told_at FROM watch_notices ORDER BY target, rule_key
+SELECT target, rule_key, subject, told_at, state FROM watch_notices ORDER BY target, rule_key
 
 -- add_watch_notice --
 -- A target told that a rule holds; a second add of one (target, rule) changes nothing.
-INSERT INTO watch_notices (target, rule_key, subject, told_at)
-VALUES (:target, :rule_key, :subject, :told_at)
+INSERT INTO watch_notices (target, rule_key, subject, told_at, state)
+VALUES (:target, :rule_key, :subject, :told_at, :state)
 ON CONFLICT (target, rule_key) DO NOTHING
+
+-- move_watch_notice --
+-- A notice moved on from where one evaluator saw it (its state and claim time) to
+-- another state and time: changes nothing if another evaluator moved it first.
+UPDATE watch_notices SET state = :state, told_at = :at
+WHERE target = :target AND rule_key = :rule_key
+  AND state = :was_state AND told_at = :was_at
 
 -- delete_watch_notice --
 -- A target's notice ended (its "recovered" is being told).
