@@ -107,6 +107,8 @@ class Settings:
     watch_backlog_min: float = 30.0
     # the journal's or the archive's disk with less than this share free, percent
     watch_disk_free_percent: float = 5.0
+    # requests refused (within a day) for a token a rotation replaced: the phone kept it
+    watch_stale_tokens: int = 3
     # where the watch's notices go: apprise URLs (ntfy://, mailto://, json://, ...),
     # separated by commas or spaces; their secrets are never logged or stored. Empty:
     # nowhere (``healthlog status --check`` still tells)
@@ -143,7 +145,13 @@ class Settings:
         ):
             raise ConfigError("sizes and counts must be positive")
         if (
-            min(self.watch_no_delivery_h, self.watch_backlog_min, self.watch_silent_days) < 0
+            min(
+                self.watch_no_delivery_h,
+                self.watch_backlog_min,
+                self.watch_silent_days,
+                self.watch_stale_tokens,
+            )
+            < 0
             or not 0 <= self.watch_disk_free_percent < 100
         ):
             raise ConfigError(

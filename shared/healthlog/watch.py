@@ -54,8 +54,7 @@ STALE_TOKEN = "stale_token"  # noqa: S105 (a rule's name, not a secret)
 RULES = (NO_DELIVERY, SILENT_METRIC, FAILED, PARTIAL, BACKLOG, DISK, STALE_TOKEN)
 
 #: a token replaced by ``healthlog account rotate`` that requests still come with: the
-#: rule holds once this many were refused, the last within the window
-STALE_TOKEN_REFUSALS = 3
+#: rule holds once ``HEALTHLOG_WATCH_STALE_TOKENS`` were refused, the last within this
 STALE_TOKEN_WINDOW = timedelta(hours=24)
 
 #: what to do, per rule (and per failure class): the app's setting, a replay, an export
@@ -165,13 +164,15 @@ def no_delivery(
                    _NO_DELIVERY_ADVICE)  # fmt: skip
 
 
-def stale_token(account: Account, stale: Sequence[StaleToken], now: datetime) -> Finding | None:
+def stale_token(
+    account: Account, stale: Sequence[StaleToken], now: datetime, refusals: int
+) -> Finding | None:
     """Requests still come with a token the account had before a rotation: at least
-    ``STALE_TOKEN_REFUSALS`` refused, the last within ``STALE_TOKEN_WINDOW``."""
+    ``refusals`` refused, the last within ``STALE_TOKEN_WINDOW``."""
+    if refusals <= 0:
+        return None
     recent = [
-        t
-        for t in stale
-        if t.refused >= STALE_TOKEN_REFUSALS and now - t.last_refused_at < STALE_TOKEN_WINDOW
+        t for t in stale if t.refused >= refusals and now - t.last_refused_at < STALE_TOKEN_WINDOW
     ]
     if not recent:
         return None
@@ -332,7 +333,9 @@ def evaluate(
             days = metric_days(journal, account, now)
             found += silent_metrics(account, days, today, settings.watch_silent_days)
         found += failures(account, summary)
-        hit = stale_token(account, journal.stale_tokens(account.id), now)
+        hit = stale_token(
+            account, journal.stale_tokens(account.id), now, settings.watch_stale_tokens
+        )
         found += [hit] if hit else []
     whole = journal.summary()
     hit = backlog(whole.oldest_pending, whole.backlog, now, settings.watch_backlog_min)

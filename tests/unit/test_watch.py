@@ -143,10 +143,11 @@ def test_a_stale_token_holds_after_its_refusals_within_the_window() -> None:
     def token(refused: int, last_ago: timedelta) -> StaleToken:
         return StaleToken(retired, refused, NOW - timedelta(hours=30), NOW - last_ago)
 
-    assert watch.stale_token(ALICE, [], NOW) is None
-    assert watch.stale_token(ALICE, [token(2, timedelta(minutes=1))], NOW) is None  # few
-    assert watch.stale_token(ALICE, [token(9, timedelta(hours=25))], NOW) is None  # quiet
-    found = watch.stale_token(ALICE, [token(3, timedelta(minutes=1))], NOW)
+    assert watch.stale_token(ALICE, [], NOW, 3) is None
+    assert watch.stale_token(ALICE, [token(2, timedelta(minutes=1))], NOW, 3) is None  # few
+    assert watch.stale_token(ALICE, [token(9, timedelta(hours=25))], NOW, 3) is None  # quiet
+    assert watch.stale_token(ALICE, [token(9, timedelta(minutes=1))], NOW, 0) is None  # off
+    found = watch.stale_token(ALICE, [token(3, timedelta(minutes=1))], NOW, 3)
     assert found is not None and found.key == "stale_token:a-1" and found.account == "alice"
     assert "3 requests refused" in found.line and "replaced 2026-11-30" in found.line
     assert "Authorization" in found.advice and "rotate" in found.advice
