@@ -230,3 +230,78 @@ def _day_moved(at: str, by: timedelta, past_last: str | None) -> str | None:
         return (found + by).date().isoformat()
     except OverflowError:
         return None
+
+
+# --- a sample over the buckets it spans ----------------------------------------------------
+
+#: a cumulative sample is spread over the buckets of the phone's clock it overlaps when it
+#: lasts at most this long; a longer one (rare: another app's week-long sample) is booked
+#: whole at its start, so no read or fold spreads one sample over more than this
+SPREAD_SPAN = timedelta(days=2)
+
+_LABELS = {"minute": "%Y-%m-%dT%H:%M", "hour": "%Y-%m-%dT%H:00", "day": "%Y-%m-%d"}
+_WIDTHS = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1)}
+
+
+def bucket_label(local: datetime, bucket: str) -> str:
+    """The name of the bucket that holds ``local`` (the phone's clock), as the journal's
+    SQL names it: ``2026-03-02T13:05``, ``2026-03-02T13:00``, ``2026-03-02``, the
+    Monday of its week, the first of its month."""
+    if bucket in _LABELS:
+        return local.strftime(_LABELS[bucket])
+    if bucket == "week":
+        return (local.date() - timedelta(days=local.weekday())).isoformat()
+    if bucket == "month":
+        return local.strftime("%Y-%m-01")
+    raise ValueError(f"no such bucket: {bucket}")
+
+
+def spans(start: str, end: str | None) -> bool:
+    """Whether a sample from ``start`` to ``end`` (UTC text) is one ``spread`` spreads:
+    it has a duration, of at most ``SPREAD_SPAN``."""
+    if end is None or end <= start:
+        return False
+    return from_text(end) - from_text(start) <= SPREAD_SPAN
+
+
+def spread(
+    start: str, end: str | None, offset_min: int | None, value: float | None, bucket: str
+) -> list[tuple[str, float | None, datetime]]:
+    """A cumulative sample's parts, per bucket of the phone's clock it overlaps: (bucket,
+    its part of ``value`` in proportion to the time it spends there, where that part
+    begins on the phone's clock), in time order, as the Health app's statistics split
+    a sample over the days (and hours) it spans. A sample without a duration, without a
+    value, or longer than ``SPREAD_SPAN`` is one part: its start's bucket, all of it.
+    Parts of no time (a sample ending on a bucket's edge) are left out."""
+    first = local_of(start, offset_min)
+    if value is None or not spans(start, end):
+        return [(bucket_label(first, bucket), value, first)]
+    assert end is not None
+    last = local_of(end, offset_min)
+    whole = last - first
+    parts: list[tuple[str, float | None, datetime]] = []
+    at = first
+    while at < last:
+        if bucket in _WIDTHS:
+            width = _WIDTHS[bucket]
+            edge = datetime.min + ((at - datetime.min) // width + 1) * width
+        else:  # day, week, month: a day at a time, named by the bucket that holds it
+            edge = datetime.combine(at.date() + timedelta(days=1), datetime.min.time())
+        upto = min(edge, last)
+        share = value * ((upto - at) / whole)
+        name = bucket_label(at, bucket)
+        if parts and parts[-1][0] == name:
+            held = parts[-1]
+            parts[-1] = (name, (held[1] or 0.0) + share, held[2])
+        else:
+            parts.append((name, share, at))
+        at = upto
+    return parts
+
+
+def utc_of(local: datetime, offset_min: int | None) -> str:
+    """A time on the phone's clock of a sample (naive) back as stored UTC text."""
+    try:
+        return to_text((local - timedelta(minutes=offset_min or 0)).replace(tzinfo=UTC))
+    except OverflowError:
+        return to_text(local.replace(tzinfo=UTC))

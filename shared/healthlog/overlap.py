@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Generic, TypeVar
 
-from healthlog.clock import REACH
+from healthlog.clock import REACH, At, meets, spans, utc_of
+from healthlog.clock import spread as split
 from healthlog.config import DEFAULT_SOURCE_PRIORITY, priority_fragments
 from healthlog.journal.port import BucketRow
 
@@ -274,11 +275,28 @@ class Sums:
         return BucketRow(name, self.points, self.low, avg, self.high, self.total)
 
 
-def sums_by(points: Iterable[Candidate[T]], bucket: str) -> dict[str, Sums]:
-    """The counted points summed up per bucket of the phone's clock (unordered)."""
+def sums_by(
+    points: Iterable[Candidate[T]],
+    bucket: str,
+    *,
+    spread: bool = False,
+    within: tuple[At | None, At | None] | None = None,
+) -> dict[str, Sums]:
+    """The counted points summed up per bucket of the phone's clock (unordered); with
+    ``spread`` (a cumulative metric), a sample that spans buckets counts in each its
+    part of what it counts (``clock.spread``), as the journal's sums do, and with
+    ``within`` only the parts that begin in that range (of samples that may begin
+    before it)."""
     key = _bucket_key(bucket)
     found: dict[str, Sums] = {}
     for p in points:
+        if spread and spans(p.start, p.end):
+            for name, part, at in split(p.start, p.end, p.utc_offset, p.counted, bucket):
+                if within is None or meets(utc_of(at, p.utc_offset), p.utc_offset, *within):
+                    found.setdefault(name, Sums()).add(part)
+            continue
+        if within is not None and not meets(p.start, p.utc_offset, *within):
+            continue
         name = key(p.start, p.utc_offset)
         sums = found.get(name)
         if sums is None:
@@ -287,14 +305,20 @@ def sums_by(points: Iterable[Candidate[T]], bucket: str) -> dict[str, Sums]:
     return found
 
 
-def buckets(points: Iterable[Candidate[T]], bucket: str) -> list[BucketRow]:
+def buckets(
+    points: Iterable[Candidate[T]],
+    bucket: str,
+    *,
+    spread: bool = False,
+    within: tuple[At | None, At | None] | None = None,
+) -> list[BucketRow]:
     """The counted points summed up per bucket of the phone's clock, in bucket order.
 
     The same buckets, keys and numbers as the journal's ``point_buckets`` gives for the
     same points counted whole (a test holds the two to it): a point's bucket is read on
     the clock its offset gives, its value is what the rules count of it.
     """
-    found = sums_by(points, bucket)
+    found = sums_by(points, bucket, spread=spread, within=within)
     return [found[name].row(name) for name in sorted(found)]
 
 

@@ -6,8 +6,11 @@ import``). She travels: New York (-04:00) for two days, then Berlin, where the c
 from +01:00 to +02:00 on the 29th; her account's zone is Berlin's. Her iPhone and Watch
 both count the steps of the 25th (two sources of one cumulative metric: the overlap rule
 counts them once), the iPhone alone has a walk that crosses midnight on the 27th, and
-two of the Watch's step samples start together on the 26th (distinct: both are kept).
-The step data has a gap (the 28th).
+two of the Watch's step samples start together on the 26th (distinct: both are kept);
+the walk across midnight counts on each day its part (docs/time.md, "Days a sample
+spans").
+The step data has a gap (the 28th: nothing starts on it, though the walk's last 55
+minutes are on it).
 
 The ten questions, each asked for the week as dates without an offset (the phone's
 days, docs/time.md): steps per day; heart rate's average, lowest and highest per day;
@@ -106,7 +109,10 @@ def by_samples() -> dict[str, Any]:
     for day, _, _, qty in WATCH_STEPS:  # the iPhone's 25th is the Watch's, counted once
         if day in WEEK:
             steps[day] += qty
-    steps["2026-03-27"] += 61  # the walk across midnight, booked on the day it starts
+    # the walk across midnight, 23:55 to 00:55: spread over the two days in proportion to
+    # its time on each, as the Health app does (5 of its 60 minutes on the 27th)
+    steps["2026-03-27"] += 61 * 5 / 60
+    steps["2026-03-28"] += 61 * 55 / 60
     heart: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
     for day, _, low, avg, high in HEART:
         heart[day].append((low, avg, high))
@@ -246,10 +252,30 @@ def by_cli(url: str, where: Path) -> Answers:
         start = datetime.fromisoformat(row["start"].replace("Z", "+00:00"))
         return (start + timedelta(minutes=row["utc_offset"])).date().isoformat()
 
+    def by_days(row: dict[str, Any]) -> list[tuple[str, float]]:
+        """What a person summing the export per day counts of a row: its counted value
+        spread over the days of its phone's clock in proportion to its time on each."""
+        value = float(row["counted"])
+        if not row["end"] or row["end"] <= row["start"]:
+            return [(local_day(row), value)]
+        shift = timedelta(minutes=row["utc_offset"])
+        start = datetime.fromisoformat(row["start"].replace("Z", "+00:00")) + shift
+        end = datetime.fromisoformat(row["end"].replace("Z", "+00:00")) + shift
+        parts, at = [], start
+        while at < end:
+            midnight = datetime.combine(at.date() + timedelta(days=1), datetime.min.time(),
+                                        at.tzinfo)  # fmt: skip
+            upto = min(midnight, end)
+            parts.append((at.date().isoformat(), value * ((upto - at) / (end - start))))
+            at = upto
+        return parts
+
     steps: dict[str, float] = defaultdict(float)
     counted = rows("--metric", "step_count")
     for row in counted:
-        steps[local_day(row)] += float(row["counted"])
+        for day, part in by_days(row):
+            if START <= day < END:
+                steps[day] += part
     heart: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     hr_rows = rows("--metric", "heart_rate")
     for row in hr_rows:

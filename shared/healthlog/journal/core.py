@@ -15,6 +15,7 @@ after a short, jittered, doubling pause, ``retries`` more times, and then
 from __future__ import annotations
 
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from healthlog import clock, errors, ids
+from healthlog import clock, errors, ids, kinds
 from healthlog.archive import keys
 from healthlog.clock import At
 from healthlog.journal import migrate as migrations
@@ -130,6 +131,11 @@ STATEMENTS = (
     "insert_extent",
     "merge_extent",
     "account_series",
+    "day_sum_metrics",
+    "day_sum_days",
+    "spanning_points",
+    "spanning_day_points",
+    "add_day_part",
     "clear_day_sums",
     "keep_day_sums",
     "count_imported",
@@ -302,6 +308,126 @@ def _day_text(day: date, shift: int, clock: str) -> str:
         return date.min.isoformat() + _DAY_START if shift < 0 else _AFTER_LAST_DAY
 
 
+def _earlier(at: At | None, by: timedelta) -> At | None:
+    """A range's low bound moved ``by`` earlier (a ``Wall`` on the phone's clock, or
+    stored UTC text); None stays None, and text off the calendar stays as it is."""
+    if at is None:
+        return None
+    if isinstance(at, clock.Wall):
+        try:
+            return clock.Wall(at.at - by)
+        except OverflowError:
+            return None
+    found = clock.first_at_or_after(at)
+    if found is None:
+        return at
+    try:
+        return clock.to_text(found - by)
+    except OverflowError:
+        return None
+
+
+_START_COLUMN = re.compile(r"\bstart\b")
+
+
+def _stays(bucket: str) -> str:
+    """SQL: a point that stays in its start's bucket (``bucket``, a ``bucket_*`` fragment
+    of ``start``): it has no end, or its end is in the same bucket. The others a
+    cumulative metric spreads over the buckets they span (``clock.spread``)."""
+    at_end = _START_COLUMN.sub('"end"', bucket)
+    return f'("end" IS NULL OR {at_end} = {bucket})'
+
+
+def keep_days(
+    sql: Statements, conn: Connection, account_id: str, days_of: dict[str, set[date]]
+) -> None:
+    """Recompute point_day_sums for ``days_of`` (metric -> days of the phone's clock),
+    each run of days cleared and summed again from its points; a cumulative metric's
+    runs reach ``clock.SPREAD_SPAN`` further, for the days its samples spread onto."""
+    if not days_of:
+        return
+    imports = conn.execute(
+        sql["imported_deliveries"], {"account_id": account_id, **_IMPORTS}
+    ).fetchall()
+    fill = {
+        "day": sql["bucket_day"],
+        "imported": sql["count_imported"] if imports else "0",
+    }
+    plain = sql.render("keep_day_sums", **fill)
+    # a cumulative metric: the points that stay on their day summed in SQL, the ones
+    # that span days spread over them (clock.spread, added by _add_day_parts)
+    stays = _stays(sql["bucket_day"])
+    spreading = sql.render("keep_day_sums", stays=f"{stays} AND ", **fill)
+    imported = {str(row[0]) for row in imports}
+    for metric, days in sorted(days_of.items()):
+        cumulative = kinds.is_cumulative(metric)
+        for first, last in _date_runs(sorted(days)):
+            if cumulative:  # a sample of the run's days may reach the days after
+                try:
+                    last += timedelta(days=clock.SPREAD_SPAN.days)
+                except OverflowError:
+                    last = date.max
+            params = {
+                "account_id": account_id,
+                "metric": metric,
+                "low": _day_text(first, -1, _DAY_START),
+                "high": _day_text(last, 2, _DAY_START),
+                "day_low": first.isoformat(),
+                "day_high": last.isoformat(),
+                **_IMPORTS,
+            }
+            conn.execute(sql["clear_day_sums"], params)
+            conn.execute(spreading if cumulative else plain, params)
+            if cumulative:
+                _add_day_parts(sql, conn, account_id, metric, first, last, imported)
+
+
+def _add_day_parts(
+    sql: Statements,
+    conn: Connection,
+    account_id: str,
+    metric: str,
+    first: date,
+    last: date,
+    imported: set[str],
+) -> None:
+    """The parts of the days [first, last] that the metric's points spanning days bring
+    (those that start up to ``clock.SPREAD_SPAN`` before the run): summed per field and
+    day, added to the days' rows."""
+    span = sql.render("spanning_day_points", span=f"NOT {_stays(sql['bucket_day'])}")
+    params = {
+        "account_id": account_id,
+        "metric": metric,
+        "low": _day_text(first, -(clock.SPREAD_SPAN.days + 1), _DAY_START),
+        "high": _day_text(last, 2, _DAY_START),
+    }
+    day_low, day_high = first.isoformat(), last.isoformat()
+    sums: dict[tuple[str, str], list[Any]] = {}
+    for field, _, start, end, offset, qty, layer in conn.execute(span, params).fetchall():
+        start_text, end_text = str(start), None if end is None else str(end)
+        for day, part, _ in clock.spread(start_text, end_text, offset, qty, "day"):
+            if not day_low <= day <= day_high:
+                continue
+            held = sums.setdefault((field, day), [0, 0, None, None, None, start_text,
+                                                  start_text, 0])  # fmt: skip
+            held[0] += 1
+            if part is not None:
+                held[1] += 1
+                held[2] = part if held[2] is None else held[2] + part
+                held[3] = part if held[3] is None else min(held[3], part)
+                held[4] = part if held[4] is None else max(held[4], part)
+            held[5], held[6] = min(held[5], start_text), max(held[6], start_text)
+            held[7] += 1 if str(layer) in imported else 0
+    add = sql["add_day_part"]
+    for (field, day), held in sorted(sums.items()):
+        points, valued, total, low, high, earliest, latest, imp = held
+        conn.execute(add, {
+            "account_id": account_id, "metric": metric, "field": field, "day": day,
+            "points": points, "valued": valued, "total": total, "low": low, "high": high,
+            "first_start": earliest, "last_start": latest, "sources": 1, "imported": imp,
+        })  # fmt: skip
+
+
 def _date_runs(dates: list[date]) -> list[DayRun]:
     """Sorted dates as runs of consecutive days, (first, last) each."""
     return [(run[0], run[-1]) for run in rows.runs_of_days(dates, lambda day: day)]
@@ -378,29 +504,7 @@ class _DayTally:
                 days_of.setdefault(metric, set()).add(date.fromisoformat(day))
             except ValueError:
                 continue  # not a day (a start stored as it came): no time to sum it by
-        if not days_of:
-            return
-        imports = conn.execute(
-            self._sql["imported_deliveries"], {"account_id": self._layer.account_id, **_IMPORTS}
-        ).fetchall()
-        query = self._sql.render(
-            "keep_day_sums",
-            day=self._sql["bucket_day"],
-            imported=self._sql["count_imported"] if imports else "0",
-        )
-        for metric, days in sorted(days_of.items()):
-            for first, last in _date_runs(sorted(days)):
-                params = {
-                    "account_id": self._layer.account_id,
-                    "metric": metric,
-                    "low": _day_text(first, -1, _DAY_START),
-                    "high": _day_text(last, 2, _DAY_START),
-                    "day_low": first.isoformat(),
-                    "day_high": last.isoformat(),
-                    **_IMPORTS,
-                }
-                conn.execute(self._sql["clear_day_sums"], params)
-                conn.execute(query, params)
+        keep_days(self._sql, conn, self._layer.account_id, days_of)
 
     def count_after(self, conn: Connection) -> None:
         self._after = after = self._read(conn)
@@ -1118,6 +1222,7 @@ class SqlJournal:
         start_to: At | None = None,
         source: str | None = None,
         unit: str | None = None,
+        spread: bool = False,
     ) -> list[BucketRow]:
         if bucket not in BUCKETS:
             raise ValueError(f"no bucket {bucket!r}")
@@ -1126,10 +1231,38 @@ class SqlJournal:
             return []
         where, params = filters
         params.update(account_id=account_id, metric=metric, field=field)
-        fill = {"and": where, "bucket": self._sql["bucket_" + bucket]}
-        sql = self._sql.render("point_buckets", **fill)
-        found = self._fetch(sql, params)
-        return [BucketRow(*row) for row in found]
+        fragment = self._sql["bucket_" + bucket]
+        if not spread:
+            sql = self._sql.render("point_buckets", **{"and": where, "bucket": fragment})
+            return [BucketRow(*row) for row in self._fetch(sql, params)]
+        # a cumulative field: what stays in one bucket summed here, what spans buckets
+        # spread over them (clock.spread), its parts in the range only
+        stays = _stays(fragment)
+        sql = self._sql.render(
+            "point_buckets", **{"and": f"{where} AND {stays}", "bucket": fragment}
+        )
+        found = {str(row[0]): list(row) for row in self._fetch(sql, params)}
+        earlier = _earlier(start_from, clock.SPREAD_SPAN)
+        wide = self._range_filters("", {"source": source, "unit": unit}, earlier, start_to)
+        assert wide is not None  # a wider range than one that holds starts
+        span_where, span_params = wide
+        span_params.update(account_id=account_id, metric=metric, field=field)
+        spanning = self._sql.render(
+            "spanning_points", **{"and": span_where, "span": f"NOT {stays}"}
+        )
+        for start, end, offset, qty in self._fetch(spanning, span_params):
+            start_text, end_text = str(start), None if end is None else str(end)
+            for name, part, local in clock.spread(start_text, end_text, offset, qty, bucket):
+                if not clock.meets(clock.utc_of(local, offset), offset, start_from, start_to):
+                    continue  # a part outside the range: the range's neighbour's
+                row = found.setdefault(name, [name, 0, None, None, None, None])
+                row[1] += 1
+                if part is not None:
+                    row[5] = part if row[5] is None else row[5] + part
+                    row[2] = part if row[2] is None else min(row[2], part)
+                    row[4] = part if row[4] is None else max(row[4], part)
+                    row[3] = row[5] / row[1]
+        return [BucketRow(*found[name]) for name in sorted(found)]
 
     def metric_days(
         self,
@@ -1231,6 +1364,8 @@ class _MigrationSession:
 
     def apply(self, migration: migrations.Migration) -> None:
         self._journal._driver.run_script(self._conn, migration.sql)
+        if migration.name == "spread_days":  # its work is the day sums' own rule
+            self._spread_days()
         self._conn.execute(
             self._journal._sql["record_migration"],
             {
@@ -1239,6 +1374,19 @@ class _MigrationSession:
                 "applied_at": to_text(ids.now()),
             },
         )
+
+    def _spread_days(self) -> None:
+        """Every cumulative metric's kept days summed again (migration 0018)."""
+        sql, conn = self._journal._sql, self._conn
+        for account_id, metric in conn.execute(sql["day_sum_metrics"], {}).fetchall():
+            if not kinds.is_cumulative(str(metric)):
+                continue
+            params = {"account_id": account_id, "metric": metric}
+            days = {
+                date.fromisoformat(str(row[0]))
+                for row in conn.execute(sql["day_sum_days"], params).fetchall()
+            }
+            keep_days(sql, conn, str(account_id), {str(metric): days})
 
 
 def _conforms(journal: SqlJournal) -> Journal:

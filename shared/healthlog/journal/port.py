@@ -435,12 +435,16 @@ class Journal(Protocol):
         start_to: At | None = None,
         source: str | None = None,
         unit: str | None = None,
+        spread: bool = False,
     ) -> list[BucketRow]:
         """A metric's field summed up per bucket of the phone's local time, in order.
 
         A point's bucket is read on the phone's clock when it was taken: its ``start``
         plus its ``utc_offset`` (UTC when it has none). Bounds and ``unit`` as for
-        ``export_points``.
+        ``export_points``. With ``spread`` (a cumulative metric), a point whose end is
+        in another bucket counts in each bucket it spans its part of its value
+        (``clock.spread``), those of the range's buckets only, points that start up to
+        ``clock.SPREAD_SPAN`` before the range included.
         """
 
     def metric_days(

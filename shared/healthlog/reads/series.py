@@ -16,7 +16,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from healthlog import overlap
-from healthlog.clock import Moment, from_text
+from healthlog.clock import SPREAD_SPAN, Moment, from_text
 from healthlog.journal.port import BucketRow, CatalogEntry, DaySum
 from healthlog.journal.rows import runs_of_days
 from healthlog.reads.bounds import (
@@ -25,6 +25,7 @@ from healthlog.reads.bounds import (
     _day_in,
     _day_span,
     _moved,
+    _shifted,
     _tighter,
     local_text,
 )
@@ -426,11 +427,18 @@ class SeriesReads(Counting):
             return Series(
                 metric, info.field, info.unit, kind, resolution, kept[:limit], len(kept) > limit
             )
+        spread = kind is Kind.CUMULATIVE  # a sample spread over the buckets it spans
         if ruled:
+            low, high = _bound(start), _bound(end)
             counted = self.counted_points(
-                metric, info.field, start=start, end=end, source=source, unit=unit
+                metric,
+                info.field,
+                start=_shifted(low, -SPREAD_SPAN) if spread else low,
+                end=high,
+                source=source,
+                unit=unit,
             )
-            rows = overlap.buckets(counted, resolution.value)
+            rows = overlap.buckets(counted, resolution.value, spread=spread, within=(low, high))
         else:
             rows = self.journal.point_buckets(
                 account_id=self.account.id,
@@ -441,6 +449,7 @@ class SeriesReads(Counting):
                 start_to=_bound(end),
                 source=source,
                 unit=unit,
+                spread=spread,
             )
         samples = [_sample(row, kind) for row in rows[:limit]]
         return Series(metric, info.field, info.unit, kind, resolution, samples, len(rows) > limit)
@@ -503,7 +512,7 @@ class SeriesReads(Counting):
                 end=_tighter(high, after, run[-1].day, later=True),
                 ruled=may and any(_mixed(kept, info) for kept in run),
             )
-            for day, sums in overlap.sums_by(counted, "day").items():
+            for day, sums in overlap.sums_by(counted, "day", spread=cumulative).items():
                 if day in wanted:
                     if by_day:
                         rows[day] = _sample(sums.row(day), info.kind)

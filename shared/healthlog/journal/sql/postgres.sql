@@ -405,6 +405,59 @@ WHERE account_id = %(account_id)s AND metric = %(metric)s AND field = %(field)s 
 GROUP BY bucket
 ORDER BY bucket
 
+-- spanning_points --
+-- A metric field's points whose end is in another bucket than their start (the span
+-- condition), in a range of starts: a cumulative metric spreads them over the buckets
+-- they span (clock.spread), where point_buckets sums the others.
+SELECT to_char(start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), to_char("end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), utc_offset, qty
+FROM points
+WHERE account_id = %(account_id)s AND metric = %(metric)s AND field = %(field)s
+  /*and*/ AND /*span!*/
+
+-- spanning_day_points --
+-- A metric's points whose end is on another day of the phone's clock than their start
+-- (the span condition), in a range of starts: keep_day_sums adds their parts per day.
+SELECT field, source, to_char(start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), to_char("end" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), utc_offset, qty, layer_id
+FROM points
+WHERE account_id = %(account_id)s AND metric = %(metric)s
+  AND start >= %(low)s AND start < %(high)s AND /*span!*/
+
+-- add_day_part --
+-- A spanning point's part of a day added to the day's sums (a row made if there was
+-- none); a day a part joins counts as of several sources, so the overlap rule reads it
+-- from its points.
+INSERT INTO point_day_sums (account_id, metric, field, day, points, valued, total, low, high,
+                            first_start, last_start, sources, imported)
+VALUES (%(account_id)s, %(metric)s, %(field)s, %(day)s, %(points)s,
+        %(valued)s, %(total)s, %(low)s, %(high)s, %(first_start)s::timestamptz,
+        %(last_start)s::timestamptz, %(sources)s, %(imported)s)
+ON CONFLICT (account_id, metric, field, day) DO UPDATE SET
+    points = point_day_sums.points + excluded.points,
+    valued = point_day_sums.valued + excluded.valued,
+    total = CASE WHEN point_day_sums.total IS NULL THEN excluded.total
+                 WHEN excluded.total IS NULL THEN point_day_sums.total
+                 ELSE point_day_sums.total + excluded.total END,
+    low = CASE WHEN point_day_sums.low IS NULL OR excluded.low < point_day_sums.low
+               THEN excluded.low ELSE point_day_sums.low END,
+    high = CASE WHEN point_day_sums.high IS NULL OR excluded.high > point_day_sums.high
+                THEN excluded.high ELSE point_day_sums.high END,
+    first_start = CASE WHEN excluded.first_start < point_day_sums.first_start
+                       THEN excluded.first_start ELSE point_day_sums.first_start END,
+    last_start = CASE WHEN excluded.last_start > point_day_sums.last_start
+                      THEN excluded.last_start ELSE point_day_sums.last_start END,
+    sources = 2,
+    imported = point_day_sums.imported + excluded.imported
+
+-- day_sum_metrics --
+-- Every account's metrics that have kept day sums (migration 0018 sums them again).
+SELECT DISTINCT account_id, metric FROM point_day_sums ORDER BY account_id, metric
+
+-- day_sum_days --
+-- One account's metric's days that have kept sums.
+SELECT DISTINCT day FROM point_day_sums
+WHERE account_id = %(account_id)s AND metric = %(metric)s
+ORDER BY day
+
 -- clear_day_sums --
 -- A metric's days of the phone's clock in [day_low, day_high], before keep_day_sums sums
 -- them again: a day no point is on any more has no row.
@@ -426,7 +479,7 @@ SELECT %(account_id)s::text, %(metric)s::text, field, day, count(*), count(qty),
 FROM (SELECT field, source, start, qty, layer_id, /*day!*/ AS day
       FROM points
       WHERE account_id = %(account_id)s AND metric = %(metric)s
-        AND start >= %(low)s AND start < %(high)s) AS near
+        AND start >= %(low)s AND start < %(high)s AND /*stays*/true) AS near
 WHERE day >= %(day_low)s AND day <= %(day_high)s
 GROUP BY field, day
 ON CONFLICT (account_id, metric, field, day) DO UPDATE SET
