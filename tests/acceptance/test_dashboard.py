@@ -236,13 +236,13 @@ def test_the_metrics_list_says_its_times_are_utc_and_names_the_sources(
     visit(driver, site.url, "/metrics", None, "")
     table = driver.find_element("css selector", "#content table")
     heads = [th.text for th in table.find_elements("css selector", "thead th")]
-    assert heads[5:] == ["first (UTC)", "last (UTC)", "sources"]
+    assert heads[7:] == ["first (UTC)", "last (UTC)", "sources"]
     steps = next(
         [td.text for td in row.find_elements("css selector", "td")]
         for row in table.find_elements("css selector", "tbody tr")
-        if row.find_elements("css selector", "td")[0].text == "step_count"
+        if row.find_elements("css selector", "td")[1].text == "step_count"
     )
-    assert steps[7] == ALICE_SOURCE
+    assert steps[9] == ALICE_SOURCE
 
 
 def test_a_workouts_distance_is_what_the_phone_sent(driver: Any, site: Site) -> None:
@@ -665,6 +665,12 @@ def hostile_build(where: Path) -> None:
         ]
         metrics = [(name, UNIT, points) for name in ("step_count", "resting_heart_rate", METRIC)]
         phone.send(metrics_body(*metrics))
+        # a point sent without a source (stored with "" for one) beside one with a source
+        sourceless: list[dict[str, object]] = [
+            {"date": "2026-03-01 08:00:00 +0100", "qty": 3},
+            {"date": "2026-03-02 08:00:00 +0100", "qty": 2, "source": "Watch"},
+        ]
+        phone.send(metrics_body(("flights_climbed", "count", sourceless)))
         sleep: list[dict[str, object]] = [
             {
                 "startDate": f"{d} 23:00:00 +0100",
@@ -782,4 +788,58 @@ def test_names_from_a_body_are_drawn_as_text_never_as_a_link(
         visit(driver, url, f"/workouts/{HOSTILE_WORKOUT}", None, "")
         assert driver.find_element("id", "title").text == PAYLOAD
         visit(driver, url, "/metrics/" + quote(METRIC, safe=""), None, "")
-        assert driver.find_element("id", "title").text.startswith(METRIC + " · qty (")
+        # the stored name as written beside the title's name for people, never markup
+        assert driver.find_element("id", "stored").text.startswith(METRIC + " · qty (")
+        assert not driver.find_elements("css selector", "#title a, #stored a")
+        # an empty source is named, never a leading comma
+        visit(driver, url, "/metrics", None, "")
+        rows = driver.execute_script(
+            "return [...document.querySelectorAll('#content tbody tr')]"
+            ".map(tr => [...tr.cells].map(td => td.textContent))"
+        )
+        flights = next(r for r in rows if r[1] == "flights_climbed")
+        assert flights[0] == "Flights climbed" and flights[3] == "floors"
+        assert flights[-1] == "(no source), Watch", flights
+
+
+#: the y axis title of the page's chart
+YTITLE = "return (document.querySelector('.js-plotly-plot .ytitle') || {}).textContent || null"
+
+
+def test_pages_name_metrics_and_units_for_people_and_keep_the_stored_names(
+    driver: Any, site: Site
+) -> None:
+    """A metric page's title and axis say "Steps" and "bpm" (healthlog.display), the stored
+    names beside them; the Metrics page lists both; the sleep table's columns are distinct
+    and no source shows as a leading comma (docs/dashboard.md, "Names")."""
+    visit(driver, site.url, "/metrics/step_count", None, "")
+    assert driver.find_element("id", "title").text == "Steps (steps)"
+    assert driver.title == "Steps · healthlog"
+    assert driver.execute_script(YTITLE) == "steps"
+    assert driver.find_element("id", "stored").text == "step_count · qty (count)"
+
+    visit(driver, site.url, "/metrics/resting_heart_rate", None, "")
+    assert driver.find_element("id", "title").text == "Resting heart rate (bpm)"
+    assert driver.execute_script(YTITLE) == "bpm"
+    assert "count/min" in driver.find_element("id", "stored").text
+
+    visit(driver, site.url, f"/workouts/{WORKOUT_ID}", None, "")
+    assert driver.execute_script(YTITLE) == "bpm"
+
+    visit(driver, site.url, "/metrics", None, "")
+    rows = driver.execute_script(
+        "return [...document.querySelectorAll('#content tbody tr')]"
+        ".map(tr => [...tr.cells].map(td => td.textContent))"
+    )
+    steps = next(r for r in rows if r[1] == "step_count")
+    assert steps[:5] == ["Steps", "step_count", "qty", "steps", "count"]
+    resting = next(r for r in rows if r[1] == "resting_heart_rate")
+    assert resting[0] == "Resting heart rate" and resting[3:5] == ["bpm", "count/min"]
+    assert not any(r[-1].startswith(",") for r in rows), rows
+
+    visit(driver, site.url, "/sleep", None, "")
+    headers = driver.execute_script(
+        "return [...document.querySelectorAll('#content thead th')].map(th => th.textContent)"
+    )
+    assert len(headers) == len(set(headers)), headers
+    assert "total asleep (h)" in headers

@@ -582,3 +582,49 @@ def test_the_sign_in_wait_ends_with_its_window() -> None:
     failures.add("a")
     failures.clear("a")
     assert failures.wait_s("a") == 0
+
+
+# --- names for people ---------------------------------------------------------------------
+
+
+def test_catalog_and_series_give_a_persons_names_beside_the_stored_ones(
+    alice: FlaskClient,
+) -> None:
+    """``display_name``, ``display_metric``, ``display_unit`` (healthlog.display) beside the
+    stored ``metric``, ``field`` and ``unit``, which stay as they were (docs/dashboard.md)."""
+    metrics = get(alice, "/api/catalog")["metrics"]
+    assert isinstance(metrics, list)
+    steps = next(m for m in metrics if m["metric"] == "step_count")
+    assert (steps["field"], steps["unit"]) == ("qty", "count")
+    assert (steps["display_name"], steps["display_metric"], steps["display_unit"]) == (
+        "Steps",
+        "Steps",
+        "steps",
+    )
+    resting = next(m for m in metrics if m["metric"] == "resting_heart_rate")
+    assert resting["unit"] == "count/min" and resting["display_unit"] == "bpm"
+    assert resting["display_name"] == "Resting heart rate"
+
+    s = get(alice, "/api/series?metric=resting_heart_rate")
+    assert (s["metric"], s["unit"]) == ("resting_heart_rate", "count/min")
+    assert (s["display_name"], s["display_unit"]) == ("Resting heart rate", "bpm")
+    fields, stored = s["display_fields"], s["fields"]
+    assert isinstance(fields, dict) and isinstance(stored, list) and set(fields) == set(stored)
+    assert all(fields.values())
+    steps_series = get(alice, "/api/series?metric=step_count")
+    assert (steps_series["display_name"], steps_series["display_unit"]) == ("Steps", "steps")
+
+
+def test_coverage_and_a_workout_name_the_metric_and_unit_for_people(alice: FlaskClient) -> None:
+    metrics = get(alice, "/api/coverage?metric=step_count")["metrics"]
+    assert isinstance(metrics, list)
+    assert (metrics[0]["metric"], metrics[0]["display_name"]) == ("step_count", "Steps")
+    heart = get(alice, f"/api/workouts/{WORKOUT_ID}")["heart_rate"]
+    assert isinstance(heart, list) and heart
+    assert {p["display_unit"] for p in heart} == {"bpm"}
+
+
+def test_the_metric_pages_title_is_a_persons_name(alice: FlaskClient) -> None:
+    page = alice.get("/metrics/step_count").get_data(as_text=True)
+    assert "<title>Steps · healthlog</title>" in page
+    assert 'data-metric="step_count"' in page  # the page still reads the stored name

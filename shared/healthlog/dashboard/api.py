@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
-from healthlog import ids, ranges, reads, watch
+from healthlog import display, ids, ranges, reads, watch
 from healthlog.archive.port import Archive
 from healthlog.clock import UnknownZone, zone_named
 from healthlog.dashboard.app import DashboardError
@@ -157,8 +157,23 @@ def _watch() -> list[dict[str, object]] | None:
 
 @api.get("/catalog")
 def catalog() -> Any:
-    """Every metric field of the account: unit, kind, points, first and last, sources."""
-    return {"metrics": [shapes.field_dict(i) for i in _reads().catalog()]}
+    """Every metric field of the account: unit, kind, points, first and last, sources;
+    beside the stored ``metric``, ``field`` and ``unit``, a person's ``display_name``
+    ("Heart rate · Maximum"), ``display_metric`` ("Heart rate") and ``display_unit``."""
+    return {
+        "metrics": [
+            shapes.field_dict(i) | _names(i.metric, i.field, i.unit) for i in _reads().catalog()
+        ]
+    }
+
+
+def _names(metric: str, field: str, unit: str | None) -> dict[str, str]:
+    """A metric field's names for people (``healthlog.display``), beside the stored ones."""
+    return {
+        "display_name": display.display_name(metric, field),
+        "display_metric": display.metric_name(metric),
+        "display_unit": display.unit_name(unit, metric),
+    }
 
 
 # --- metrics --------------------------------------------------------------------------------
@@ -193,13 +208,22 @@ def series() -> Any:
     )
     # the field in the unit the series reads (a field stored in two): its sources, extent
     info = asked.info
-    return asked.series.as_dict() | {
-        "sources": list(info.sources),
-        "fields": r.field_names(metric, asked.catalog),
-        "first": info.first,
-        "last": info.last,
-        **_shown(bounds),
-    }
+    found = asked.series.as_dict()
+    fields = r.field_names(metric, asked.catalog)
+    return (
+        found
+        | _names(metric, found["field"], found["unit"])
+        | {
+            "sources": list(info.sources),
+            "fields": fields,
+            "display_fields": {
+                f: display.field_name(metric, f) or display.metric_name(metric) for f in fields
+            },
+            "first": info.first,
+            "last": info.last,
+            **_shown(bounds),
+        }
+    )
 
 
 #: the most metrics one /api/daily names (each a read of its own), as the MCP tool's
@@ -235,7 +259,7 @@ def coverage() -> Any:
     found = _reads().coverage(metric=request.args.get("metric") or None, **_range())
     out = []
     for c in found:
-        item = c.as_dict()
+        item = c.as_dict() | {"display_name": display.metric_name(c.metric)}
         for gap in item["gaps"]:
             gap["resend"] = resend_advice(c.metric, gap["first"], gap["last"])
         out.append(item)
@@ -259,7 +283,12 @@ def workouts() -> Any:
 
 def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
     return [
-        {"t": reads.local_text(i.t, workout.utc_offset), "qty": i.qty, "unit": i.unit}
+        {
+            "t": reads.local_text(i.t, workout.utc_offset),
+            "qty": i.qty,
+            "unit": i.unit,
+            "display_unit": display.unit_name(i.unit, name),
+        }
         for i in workout.series.get(name, [])
     ]
 

@@ -43,7 +43,7 @@ from flask import (
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from werkzeug.exceptions import HTTPException
 
-from healthlog import heavy, log, overlap, reads, tokens
+from healthlog import display, heavy, log, overlap, reads, tokens
 from healthlog.archive.port import Archive
 from healthlog.config import Settings
 from healthlog.errors import PLOTLY_MISSING, needs_extra, plotly_missing
@@ -541,7 +541,8 @@ def create_app(
     @app.get("/metrics/<path:metric>")  # a posted name may hold a /
     def metric(metric: str) -> Any:
         # UnknownName: a 404 page naming the nearest
-        return page("metric", metric, lambda r: r.metric_fields(metric), metric=metric)
+        title = display.metric_name(metric)  # the JS adds the field and unit
+        return page("metric", title, lambda r: r.metric_fields(metric), metric=metric)
 
     @app.get("/sleep")
     def sleep() -> Any:

@@ -49,7 +49,8 @@ HL.start(async () => {
       }));
     }
     const block = el("section", { class: "metric-block", "data-metric": m.metric },
-      el("h2", {}, el("a", { href: HL.link("/metrics/" + encodeURIComponent(m.metric)), text: m.metric })),
+      el("h2", {}, el("a", { href: HL.link("/metrics/" + encodeURIComponent(m.metric)), text: m.display_name || m.metric }),
+        " ", el("code", { class: "stored", text: m.metric })),
       el("div", { class: "advice", text:
         `${m.days_with_data} days with data, ${m.first_day} to ${m.last_day}` +
         (m.daily ? "" : " (not daily: days without data are not gaps)") +

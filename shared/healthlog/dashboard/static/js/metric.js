@@ -26,11 +26,13 @@ HL.start(async () => {
       el("option", { value: r, text: r || "auto (from the range)" })));
   resolution.value = state.resolution;
   const info = el("span", { id: "info", class: "advice" });
+  const stored = el("code", { id: "stored", title: "the stored metric, field and unit" });
   const whole = el("button", { type: "button", id: "whole", text: "whole range" });
   HL.content(
     el("div", { class: "controls" },
       el("label", {}, "field ", field), el("label", {}, "source ", source),
       el("label", {}, "resolution ", resolution), whole, info),
+    el("p", { class: "advice" }, "stored as ", stored),
     chart,
     el("p", { class: "advice", text: "Drag to zoom, double-click to zoom out; the resolution follows the visible range." }));
 
@@ -74,7 +76,7 @@ HL.start(async () => {
     const x = s.samples.map((p) => p.t);
     // data strings, as text for plotly (HL.plotText): the hover's source and unit
     const sources = s.samples.map((p) => HL.plotText(p.source || label || ""));
-    const unit = HL.plotText(s.unit);
+    const unit = HL.plotText(s.display_unit);
     if (s.kind === "cumulative") {
       return [{
         type: "bar", name: "sum", x, y: s.samples.map((p) => p.value), customdata: sources,
@@ -116,19 +118,26 @@ HL.start(async () => {
       resolution: state.resolution, start: state.start, end: state.end });
     if (ticket !== busy) return; // a newer zoom is on its way
     if (!field.options.length) {
-      for (const f of s.fields) field.append(el("option", { value: f, text: f }));
-      for (const name of s.sources) source.append(el("option", { value: name, text: name }));
+      // a person's name for each field, the stored one beside it (the API's both)
+      for (const f of s.fields) {
+        const named = (s.display_fields || {})[f];
+        field.append(el("option", { value: f, text: named && named !== f ? `${named} (${f})` : f }));
+      }
+      for (const name of s.sources) source.append(el("option", { value: name, text: name || "(no source)" }));
       field.value = s.field;
       source.value = state.source;
     }
-    document.getElementById("title").textContent = `${metric} · ${s.field} (${s.unit})`;
+    // a person's name and unit in the title, the stored ones beside it for an operator
+    const unitShown = s.display_unit ? ` (${s.display_unit})` : "";
+    document.getElementById("title").textContent = s.display_name + unitShown;
+    stored.textContent = `${metric} · ${s.field} (${s.unit})`;
     info.textContent = `${s.samples.length} ${s.resolution === "raw" ? "points" : s.resolution + " buckets"}` +
       `, ${s.kind}` + (s.truncated ? " (truncated: zoom in for the rest)" : "");
     chart.dataset.resolution = s.resolution;
     chart.dataset.count = String(s.samples.length);
     const layout = Object.assign({}, HL.plotLayout, {
       xaxis: { type: "date", title: { text: "phone's local time" } },
-      yaxis: { title: { text: HL.plotText(s.unit) }, rangemode: s.kind === "cumulative" ? "tozero" : "normal" },
+      yaxis: { title: { text: HL.plotText(s.display_unit || s.display_name) }, rangemode: s.kind === "cumulative" ? "tozero" : "normal" },
       showlegend: s.kind !== "cumulative", legend: { orientation: "h", y: 1.08 },
       bargap: 0.15, uirevision: "keep",
     });

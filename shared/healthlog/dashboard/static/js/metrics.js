@@ -9,13 +9,19 @@ HL.start(async () => {
     return;
   }
   // the catalog's extent is the points' UTC starts (their offsets are not kept there)
-  const named = (sources) => sources.length <= 3 ? sources.join(", ")
-    : `${sources.slice(0, 3).join(", ")} and ${sources.length - 3} more`;
+  // a point sent without a source has "" for one: "(no source)", never a leading comma
+  const named = (given) => {
+    const sources = given.map((s) => s || "(no source)");
+    return sources.length <= 3 ? sources.join(", ")
+      : `${sources.slice(0, 3).join(", ")} and ${sources.length - 3} more`;
+  };
+  // a person's name and unit first; the stored metric, field and unit (the operator's
+  // names, what the CLI and the API take) beside them
   HL.content(HL.table(
-    ["metric", "field", "unit", "kind", "points", "first (UTC)", "last (UTC)", "sources"],
+    ["name", "metric", "field", "unit", "stored unit", "kind", "points", "first (UTC)", "last (UTC)", "sources"],
     metrics.map((m) => [
-      el("a", { href: HL.link("/metrics/" + encodeURIComponent(m.metric), { field: m.field }), text: m.metric }),
-      m.field, m.unit, m.kind, HL.number(m.points, 0), HL.when(m.first), HL.when(m.last),
-      named(m.sources) || "–"]),
-    [4]));
+      el("a", { href: HL.link("/metrics/" + encodeURIComponent(m.metric), { field: m.field }), text: m.display_name }),
+      el("code", { class: "stored", text: m.metric }), m.field, m.display_unit || "–", m.unit,
+      m.kind, HL.number(m.points, 0), HL.when(m.first), HL.when(m.last), named(m.sources) || "–"]),
+    [6]));
 });

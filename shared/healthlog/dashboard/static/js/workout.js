@@ -28,7 +28,7 @@ HL.start(async () => {
     el("div", {}, el("h2", { text: "Heart rate" }), hr),
     el("div", {}, el("h2", { text: "Route" }), route)));
   if (w.heart_rate.length) {
-    const unit = HL.plotText(w.heart_rate[0].unit || "count/min");  // text, not plotly's markup
+    const unit = HL.plotText(w.heart_rate[0].display_unit || w.heart_rate[0].unit || "bpm");  // text, not plotly's markup
     await Plotly.newPlot(hr, [{
       // a lone reading is a marker: a line of one point draws nothing
       type: "scatter", mode: w.heart_rate.length > 1 ? "lines" : "markers", name: "heart rate",

@@ -1,0 +1,278 @@
+"""Names for people: a metric's, a field's and a unit's name as the dashboard shows them.
+
+The store keeps HAE's names (``step_count``, field ``qty``, unit ``count/min``); a person
+reads "Steps" and "bpm". This is the one place that says how: the dashboard's pages and
+its API (``display_name``, ``display_unit`` beside the stored ``metric``, ``field`` and
+``unit``, which stay as they are: an operator's view, docs/dashboard.md, "Names").
+
+Pure: no I/O, no state. Every metric the HAE parser and the export reader produce
+(``hae.units.CANONICAL``, ``applehealth.types.QUANTITIES`` and ``CATEGORY_METRICS``,
+``kinds.CUMULATIVE``) has a name here; any other name gets one made from it
+(``resting_heart_rate`` -> "Resting heart rate", ``heartRateData`` -> "Heart rate data").
+"""
+
+from __future__ import annotations
+
+import re
+
+_NUTRIENTS = {
+    "biotin": "Biotin",
+    "caffeine": "Caffeine",
+    "calcium": "Calcium",
+    "carbohydrates": "Carbohydrates",
+    "chloride": "Chloride",
+    "cholesterol": "Cholesterol",
+    "chromium": "Chromium",
+    "copper": "Copper",
+    "fiber": "Fiber",
+    "folate": "Folate",
+    "iodine": "Iodine",
+    "iron": "Iron",
+    "magnesium": "Magnesium",
+    "manganese": "Manganese",
+    "molybdenum": "Molybdenum",
+    "monounsaturated_fat": "Monounsaturated fat",
+    "monosaturated_fat": "Monounsaturated fat",
+    "niacin": "Niacin",
+    "pantothenic_acid": "Pantothenic acid",
+    "phosphorus": "Phosphorus",
+    "polyunsaturated_fat": "Polyunsaturated fat",
+    "potassium": "Potassium",
+    "protein": "Protein",
+    "riboflavin": "Riboflavin",
+    "saturated_fat": "Saturated fat",
+    "selenium": "Selenium",
+    "sodium": "Sodium",
+    "sugar": "Sugar",
+    "dietary_sugar": "Sugar",
+    "thiamin": "Thiamin",
+    "total_fat": "Total fat",
+    "vitamin_a": "Vitamin A",
+    "vitamin_b6": "Vitamin B6",
+    "vitamin_b12": "Vitamin B12",
+    "vitamin_c": "Vitamin C",
+    "vitamin_d": "Vitamin D",
+    "vitamin_e": "Vitamin E",
+    "vitamin_k": "Vitamin K",
+    "zinc": "Zinc",
+}
+
+#: stored metric (or workout series) name -> a person's name for it
+NAMES: dict[str, str] = {
+    # activity
+    "step_count": "Steps",
+    "walking_running_distance": "Walking + running distance",
+    "distance_walking_running": "Walking + running distance",
+    "cycling_distance": "Cycling distance",
+    "distance_cycling": "Cycling distance",
+    "wheelchair_distance": "Wheelchair distance",
+    "swimming_distance": "Swimming distance",
+    "distance_swimming": "Swimming distance",
+    "downhill_snow_sports": "Downhill snow sports distance",
+    "distance_downhill_snow_sports": "Downhill snow sports distance",
+    "push_count": "Wheelchair pushes",
+    "swimming_stroke_count": "Swimming strokes",
+    "flights_climbed": "Flights climbed",
+    "active_energy": "Active energy",
+    "basal_energy_burned": "Resting energy",
+    "apple_exercise_time": "Exercise minutes",
+    "apple_stand_time": "Stand minutes",
+    "apple_stand_hour": "Stand hours",
+    "apple_move_time": "Move minutes",
+    "vo2_max": "Cardio fitness (VO₂ max)",
+    "time_in_daylight": "Time in daylight",
+    "physical_effort": "Physical effort",
+    "running_power": "Running power",
+    "running_speed": "Running speed",
+    "running_stride_length": "Running stride length",
+    "running_vertical_oscillation": "Running vertical oscillation",
+    "running_ground_contact_time": "Running ground contact time",
+    "cycling_speed": "Cycling speed",
+    "cycling_power": "Cycling power",
+    "cycling_cadence": "Cycling cadence",
+    "cycling_functional_threshold_power": "Cycling functional threshold power",
+    "under_water_depth": "Underwater depth",
+    "under_water_temperature": "Water temperature",
+    "nike_fuel": "NikeFuel",
+    # body
+    "weight_body_mass": "Weight",
+    "body_mass_index": "Body mass index",
+    "body_fat_percentage": "Body fat",
+    "height": "Height",
+    "lean_body_mass": "Lean body mass",
+    "waist_circumference": "Waist circumference",
+    "apple_sleeping_wrist_temperature": "Wrist temperature",
+    "body_temperature": "Body temperature",
+    "basal_body_temperature": "Basal body temperature",
+    # heart
+    "heart_rate": "Heart rate",
+    "resting_heart_rate": "Resting heart rate",
+    "walking_heart_rate_average": "Walking heart rate average",
+    "walking_heart_rate": "Walking heart rate average",
+    "heart_rate_variability": "Heart rate variability",
+    "cardio_recovery": "Cardio recovery",
+    "atrial_fibrillation_burden": "AFib history",
+    "peripheral_perfusion_index": "Peripheral perfusion index",
+    "blood_pressure": "Blood pressure",
+    # respiratory
+    "blood_oxygen_saturation": "Blood oxygen",
+    "respiratory_rate": "Respiratory rate",
+    "forced_vital_capacity": "Forced vital capacity",
+    "forced_expiratory_volume": "Forced expiratory volume",
+    "forced_expiratory_volume_1": "Forced expiratory volume, 1 s",
+    "peak_expiratory_flow_rate": "Peak expiratory flow rate",
+    "inhaler_usage": "Inhaler usage",
+    # mobility
+    "walking_speed": "Walking speed",
+    "walking_step_length": "Walking step length",
+    "walking_double_support_percentage": "Double support time",
+    "walking_asymmetry_percentage": "Walking asymmetry",
+    "stair_speed_up": "Stair speed: up",
+    "stair_speed:_up": "Stair speed: up",
+    "stair_speed_down": "Stair speed: down",
+    "stair_speed:_down": "Stair speed: down",
+    "six_minute_walking_test_distance": "Six-minute walk",
+    "six-minute_walking_test_distance": "Six-minute walk",
+    "apple_walking_steadiness": "Walking steadiness",
+    # hearing
+    "environmental_audio_exposure": "Environmental sound levels",
+    "headphone_audio_exposure": "Headphone audio levels",
+    "environmental_sound_reduction": "Environmental sound reduction",
+    # other vitals and lab results
+    "blood_glucose": "Blood glucose",
+    "blood_alcohol_content": "Blood alcohol content",
+    "number_of_alcoholic_beverages": "Alcoholic beverages",
+    "insulin_delivery": "Insulin delivery",
+    "electrodermal_activity": "Electrodermal activity",
+    "number_of_times_fallen": "Number of times fallen",
+    "uv_exposure": "UV exposure",
+    # categories HAE sends as metrics
+    "sleep_analysis": "Sleep",
+    "mindful_minutes": "Mindful minutes",
+    "handwashing": "Handwashing",
+    "toothbrushing": "Toothbrushing",
+    "sexual_activity": "Sexual activity",
+    # nutrition
+    "dietary_energy": "Dietary energy",
+    "dietary_water": "Water",
+    **_NUTRIENTS,
+    **{f"dietary_{k}": v for k, v in _NUTRIENTS.items()},  # dietary_dietary_sugar too
+    # a workout's series (HAE's camelCase keys)
+    "activeEnergy": "Active energy",
+    "basalEnergy": "Resting energy",
+    "cyclingDistance": "Cycling distance",
+    "walkingAndRunningDistance": "Walking + running distance",
+    "swimDistance": "Swimming distance",
+    "cyclingSpeed": "Cycling speed",
+    "heartRateData": "Heart rate",
+    "heartRate": "Heart rate",
+    "heartRateRecovery": "Heart rate recovery",
+}
+
+#: a field's name where it is not the one that stands for the metric
+FIELDS: dict[str, str] = {
+    "qty": "",
+    "min": "Minimum",
+    "avg": "Average",
+    "max": "Maximum",
+    "systolic": "Systolic",
+    "diastolic": "Diastolic",
+    "totalSleep": "Total asleep",
+    "asleep": "Asleep (no stage)",
+    "core": "Core",
+    "deep": "Deep",
+    "rem": "REM",
+    "awake": "Awake",
+    "inBed": "In bed",
+    "segment": "Segments",
+}
+
+#: the fields each metric is shown by without naming the field (its main one)
+_MAIN = frozenset({"qty", "avg", "segment"})
+
+#: a unit as a person reads it (a unit not here is shown as stored)
+UNITS: dict[str, str] = {
+    "count/min": "bpm",
+    "bpm": "bpm",
+    "count/s": "per s",
+    "count/hr": "per h",
+    "hr": "h",
+    "h": "h",
+    "min": "min",
+    "s": "s",
+    "ms": "ms",
+    "d": "days",
+    "degC": "°C",
+    "degF": "°F",
+    "km/hr": "km/h",
+    "mi/hr": "mph",
+    "Cal": "kcal",
+    "fl_oz_us": "fl oz",
+    "cup_us": "cups",
+    "ml/(kg·min)": "mL/(kg·min)",
+    "dBASPL": "dB",
+    "dBHL": "dB",
+    "mcg": "µg",
+    "count": "",
+}
+
+#: what a ``count`` is of, for the metrics that count something a person names
+_COUNTED: dict[str, str] = {
+    "step_count": "steps",
+    "flights_climbed": "floors",
+    "push_count": "pushes",
+    "swimming_stroke_count": "strokes",
+    "apple_stand_hour": "h",
+    "number_of_alcoholic_beverages": "drinks",
+    "number_of_times_fallen": "falls",
+    "inhaler_usage": "uses",
+}
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def generated(name: str) -> str:
+    """A name made from a stored one: ``resting_heart_rate`` -> "Resting heart rate",
+    ``heartRateData`` -> "Heart rate data"; "" stays ""."""
+    words = _CAMEL.sub(" ", name).replace("_", " ").split()
+    if not words:
+        return name
+    text = " ".join(w if w.isupper() else w.lower() for w in words)
+    return text[0].upper() + text[1:]
+
+
+def metric_name(metric: str) -> str:
+    """A person's name for a stored metric name ("Steps" for ``step_count``)."""
+    return NAMES.get(metric) or generated(metric)
+
+
+def is_main(field: str) -> bool:
+    """Whether ``field`` is shown without naming it (``qty``, ``avg``, a sleep segment)."""
+    return field in _MAIN
+
+
+def field_name(metric: str, field: str) -> str:
+    """A person's name for a field of ``metric`` ("Average" for ``avg``); "" for ``qty``."""
+    if field in FIELDS:
+        return FIELDS[field]
+    return generated(field)
+
+
+def display_name(metric: str, field: str | None = None) -> str:
+    """A metric field as a page titles it: "Heart rate", "Heart rate · Maximum";
+    the main field (``qty``, ``avg``) is not named."""
+    name = metric_name(metric)
+    if field is None or is_main(field):
+        return name
+    part = field_name(metric, field)
+    return f"{name} · {part}" if part else name
+
+
+def unit_name(unit: str | None, metric: str | None = None) -> str:
+    """A unit as a person reads it: ``count/min`` is "bpm", ``hr`` "h", ``degC`` "°C";
+    ``count`` is what ``metric`` counts ("steps") or nothing; other units as stored."""
+    if unit is None:
+        return ""
+    if unit == "count" and metric is not None and metric in _COUNTED:
+        return _COUNTED[metric]
+    return UNITS.get(unit, unit)
