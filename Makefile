@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck cfnlint unit bench lock clean
+.PHONY: run test fast lint typecheck cfnlint unit bench lock clean
 
 $(RUN_STAMP): pyproject.toml constraints.txt setup.py
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -23,9 +23,15 @@ $(STAMP): $(RUN_STAMP)
 run: $(RUN_STAMP)
 	$(BIN)/healthlog serve
 
-## test: lint, type-check, lint the AWS template and the whole test suite
+## test: lint, type-check, lint the AWS template and the whole test suite (hypothesis's
+## full "ci" profile, the slow tests too)
 test: $(STAMP) lint typecheck cfnlint
-	$(BIN)/pytest -q
+	HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q
+
+## fast: the edit loop, about a minute: the unit and contract tests without the slow ones,
+## hypothesis's small "dev" profile (tests/conftest.py); no lint, no type-check
+fast: $(STAMP)
+	HYPOTHESIS_PROFILE=dev $(BIN)/pytest -q -m "not slow" tests/unit tests/contract
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -39,7 +45,7 @@ cfnlint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
 
 unit: $(STAMP)
-	$(BIN)/pytest -q tests/unit
+	HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q tests/unit
 
 ## bench: every benchmark, one JSON object each
 bench: $(STAMP)

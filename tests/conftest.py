@@ -17,12 +17,22 @@ from healthlog.archive.port import Archive
 from healthlog.journal.port import Journal
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, NewDelivery
+from hypothesis import settings
 
 #: real HAE bodies, copied from public projects (their origins: SOURCES.md in that folder)
 SAMPLES = Path(__file__).resolve().parent / "fixtures" / "hae" / "samples"
 
 #: set by CI so that a missing PostgreSQL server fails instead of skipping
 REQUIRE_POSTGRES = os.environ.get("HEALTHLOG_REQUIRE_POSTGRES") == "1"
+
+# Hypothesis profiles, chosen by HYPOTHESIS_PROFILE (the Makefile sets it): "ci", the full
+# run (hypothesis's own defaults, 100 examples), is what `make test`, CI and a bare
+# `pytest` get; "dev", `make fast`'s, tries a tenth of that. A test that wants more than
+# the default asks for a multiple of the profile's count (settings.default.max_examples),
+# so it shrinks with the profile. Loaded here, before any test module is imported.
+settings.register_profile("ci")
+settings.register_profile("dev", max_examples=10)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def samples() -> list[Path]:

@@ -12,7 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import REQUIRE_POSTGRES
+
+# a subprocess per benchmark, seconds each: `make test` runs them, `make fast` does not
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

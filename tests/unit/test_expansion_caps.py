@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from healthlog.applehealth import read_export, series
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
@@ -305,6 +306,7 @@ def test_a_delivery_over_the_cap_ends_partial_with_the_key_and_keeps_the_cap(
     assert route_items(journal) == [5]
 
 
+@pytest.mark.slow
 def test_the_folds_default_cap_holds_for_a_body(
     phone: Phone, journal: Journal, archive: Any
 ) -> None:

@@ -560,13 +560,17 @@ def parses_or_is_unreadable(raw: bytes) -> None:
     assert all(isinstance(p, Point) and len(p.start) == 27 for p in result.points)
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=400)
+@settings(
+    suppress_health_check=[HealthCheck.too_slow], max_examples=4 * settings.default.max_examples
+)
 @given(metrics_sections)
 def test_any_json_as_the_metrics_section_parses_or_is_unreadable(value: object) -> None:
     parses_or_is_unreadable(json.dumps({"data": {"metrics": value}}).encode())
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=400)
+@settings(
+    suppress_health_check=[HealthCheck.too_slow], max_examples=4 * settings.default.max_examples
+)
 @given(json_values | st.dictionaries(text, json_values | metrics_sections, max_size=4))
 def test_any_json_as_the_whole_body_parses_or_is_unreadable(value: object) -> None:
     parses_or_is_unreadable(json.dumps(value).encode())
@@ -689,7 +693,9 @@ def _typed(found: Found, points: list[Point]) -> object:
     )
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@settings(
+    suppress_health_check=[HealthCheck.too_slow], max_examples=3 * settings.default.max_examples
+)
 @given(plain_sections())
 def test_plain_chunks_read_at_once_give_what_one_point_at_a_time_gives(
     section: list[dict[str, object]],

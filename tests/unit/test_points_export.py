@@ -71,7 +71,7 @@ def by_csv_writer(points: list[Candidate[StoredPoint]]) -> str:
     return out.getvalue()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=3 * settings.default.max_examples, deadline=None)
 @given(st.lists(candidates(), max_size=12))
 def test_write_csv_writes_what_csv_writer_writes(points: list[Candidate[StoredPoint]]) -> None:
     out = io.StringIO(newline="")
