@@ -47,7 +47,8 @@ from tests.dashboard_data import (
 )
 
 PAGES = {
-    "overview": "/",
+    "summary": "/",
+    "status": "/status",
     "coverage": "/coverage",
     "metrics": "/metrics",
     "metric": "/metrics/step_count",
@@ -119,10 +120,10 @@ def _own(url: str, netloc: str) -> bool:
     return parts.scheme == "http" and parts.netloc == netloc
 
 
-def test_the_overview_shows_the_watchs_rules_that_hold_first(driver: Any, site: Site) -> None:
+def test_the_status_page_shows_the_watchs_rules_that_hold_first(driver: Any, site: Site) -> None:
     """The rules ``healthlog status --check`` lists, with what to do, before the counts:
     alice has a failed delivery (unreadable) and her phone's last delivery is old."""
-    assert visit(driver, site.url, "/", None, "overview") == "yes"
+    assert visit(driver, site.url, "/status", None, "status") == "yes"
     found = driver.find_element("id", "watch").text
     assert "failed unreadable · alice" in found and "healthlog replay" in found
     assert "no_delivery · alice" in found
@@ -219,12 +220,15 @@ def test_no_chart_offers_a_button_or_link_off_the_machine(driver: Any, site: Sit
         assert found["config"].get("displaylogo") is False
 
 
-def test_a_day_that_is_no_date_is_said_so_and_the_whole_range_drawn(
+def test_a_day_that_is_no_date_is_said_so_and_the_last_month_drawn(
     driver: Any, site: Site
 ) -> None:
+    """alice's 21 days of steps all lie in the month up to her last day with data."""
     visit(driver, site.url, "/metrics/step_count?day=2026-02-31", None, "")
     said = driver.find_element("id", "message").text
-    assert said == 'day: "2026-02-31" is not a date (YYYY-MM-DD); showing the whole range.'
+    assert said == (
+        'day: "2026-02-31" is not a date (YYYY-MM-DD); showing the last month with data.'
+    )
     chart = driver.find_element("id", "chart")
     assert chart.get_attribute("data-resolution") == "day"
     assert int(chart.get_attribute("data-count")) == len(site.folded.steps)
@@ -302,7 +306,9 @@ def test_the_coverage_calendar_shows_the_gap(driver: Any, site: Site) -> None:
     )
     browser.wait_ready(driver)
     chart = driver.find_element("id", "chart")
-    assert chart.get_attribute("data-resolution") == "minute"
+    # a day of a cumulative metric: its hours, as the Health app's D shows steps
+    assert chart.get_attribute("data-resolution") == "hour"
+    assert "range=D" in driver.current_url and "until=2026-03-02" in driver.current_url
     assert not browser.console_errors(driver)
 
 

@@ -414,3 +414,45 @@ def test_every_interface_gives_the_same_answers_and_the_samples_agree(
             wrong.append(f"reads {question}: {reference[question]!r}; the samples: {value!r}")
     assert reference["coverage gaps"] == [("2026-03-28", "2026-03-28")], reference
     assert not wrong, json.dumps(wrong, indent=1, ensure_ascii=False)
+
+
+def test_the_summary_says_what_the_export_sums(store: tuple[str, Path]) -> None:
+    """The home page's cards on the week's last day (``until``: today there): today's and
+    the last 7 days' steps, heart rate and sleep, as a person summing ``healthlog export``
+    the same way finds them (a total of the counted steps, an average of every heart-rate
+    point) and as the samples say (issue "A dashboard a person opens every morning")."""
+    url, where = store
+    last = WEEK[-1]
+    exported = by_cli(url, where)
+    journal = open_journal(url)
+    try:
+        app = create_app(journal, LocalArchive(where / "archive"), DashboardOptions("alice"))
+        reply = app.test_client().get("/api/summary", query_string={"until": last})
+        assert reply.status_code == 200, reply.get_data(as_text=True)
+        cards = {c["metric"]: c for c in reply.get_json()["cards"]}
+    finally:
+        journal.close()
+    steps, heart, sleep = cards["step_count"], cards["heart_rate"], cards["sleep_analysis"]
+    week_heart = [avg for _, _, _, avg, _ in HEART]
+    said = {
+        "steps today": steps["today"],
+        "steps in the last 7 days": steps["week"],
+        "steps a day": steps["week_per_day"],
+        "heart rate today": heart["today"],
+        "heart rate in the last 7 days": heart["week"],
+        "sleep last night": sleep["today"],
+    }
+    summed = {
+        "steps today": exported["steps per day"][last],
+        "steps in the last 7 days": exported["week's steps"],
+        # the days with steps: the 28th has none starting on it, but the walk's end
+        "steps a day": exported["week's steps"] / len(exported["steps per day"]),
+        "heart rate today": exported["heart rate average per day"][last],
+        "heart rate in the last 7 days": sum(week_heart) / len(week_heart),
+        "sleep last night": dict((d, h) for d, _, h in NIGHTS)[last],
+    }
+    wrong = {k: (v, summed[k]) for k, v in said.items() if not same(v, summed[k])}
+    assert not wrong, wrong
+    assert same(steps["today"], by_samples()["steps per day"][last])
+    assert [p["day"] for p in steps["spark"]][-1] == last and len(steps["spark"]) == 30
+    assert steps["trend"] is None  # a week of data says nothing of a trend

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -155,6 +155,50 @@ def _watch() -> list[dict[str, object]] | None:
     return [f.as_dict() for f in found if f.account == account.name or (whole and not f.account)]
 
 
+@api.get("/summary")
+@_heavy
+def summary() -> Any:
+    """Today and the last 7 days of each metric, a 30-day sparkline and the trend of the
+    last 90 days against the last 365 (``reads.summary``); ``until`` (a day) stands for
+    today. Beside it, the status line: the last delivery, the backlog, the failures."""
+    raw = request.args.get("until") or None
+    try:
+        today = None if raw is None else date.fromisoformat(raw)
+    except ValueError:
+        raise DashboardError(400, f"until: a day (YYYY-MM-DD), not {raw!r}") from None
+    r = _reads()
+    if today is None:
+        today = reads.today(r.account.time_zone)
+    cards = [
+        g.as_dict() | _names(g.metric, g.field, g.unit) | _card_names(g.metric)
+        for g in r.summary(today)
+    ]
+    state = r.status()
+    failed = state.counts.get(ParseStatus.FAILED.value, 0)
+    return {
+        "today": today.isoformat(),
+        "cards": cards,
+        "status": {
+            "last_delivery": _iso(state.last_delivery),
+            "backlog": state.backlog,
+            "failed": failed,
+            "watch": len(found) if (found := _watch()) is not None else None,
+        },
+    }
+
+
+def _card_names(metric: str) -> dict[str, str]:
+    """Sleep's and workouts' cards, which are no stored metric of their own."""
+    return {
+        "sleep_analysis": {"display_name": "Sleep", "display_unit": "h"},
+        "workouts": {"display_name": "Workouts", "display_unit": "min"},
+    }.get(metric, {})
+
+
+def _iso(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat()
+
+
 @api.get("/catalog")
 def catalog() -> Any:
     """Every metric field of the account: unit, kind, points, first and last, sources;
@@ -195,6 +239,7 @@ def series() -> Any:
         raise DashboardError(400, f"resolution: one of {known}") from None
     r = _reads()
     bounds = _range()
+    span, anchor = _span()
     asked = r.ask(
         reads.SeriesQuery(
             metric,
@@ -204,8 +249,12 @@ def series() -> Any:
             end=bounds["end"],
             resolution=resolution,
             over_range=True,  # the chart's zoom: the range as given, days for all of it
+            span=span,
+            anchor=anchor,
         )
     )
+    if asked.window is not None:  # the span's days stand for the range
+        bounds = {"start": _day(asked.window.start), "end": _day(asked.window.end)}
     # the field in the unit the series reads (a field stored in two): its sources, extent
     info = asked.info
     found = asked.series.as_dict()
@@ -221,9 +270,44 @@ def series() -> Any:
             },
             "first": info.first,
             "last": info.last,
+            "window": None if asked.window is None else _window(asked.window),
             **_shown(bounds),
         }
     )
+
+
+def _span() -> tuple[reads.Span | None, date | None]:
+    """``range`` (D, W, M, 6M, Y, All) and ``until`` (its last day, a date) if asked."""
+    raw, until = request.args.get("range") or None, request.args.get("until") or None
+    if raw is None:
+        if until is not None:
+            raise DashboardError(400, "until: only with range (D, W, M, 6M, Y or All)")
+        return None, None
+    if request.args.get("start") or request.args.get("end"):
+        raise DashboardError(400, "range: either a range or start and end, not both")
+    try:
+        span = reads.span_named(raw)
+    except reads.BadSpan as exc:
+        raise DashboardError(400, str(exc)) from None
+    try:
+        anchor = None if until is None else date.fromisoformat(until)
+    except ValueError:
+        raise DashboardError(400, f"until: a day (YYYY-MM-DD), not {until!r}") from None
+    return span, anchor
+
+
+def _day(day: date | None) -> datetime | None:
+    return None if day is None else datetime(day.year, day.month, day.day)
+
+
+def _window(w: reads.Window) -> dict[str, str | None]:
+    """A span's days as the page shows and moves them (``reads.windows``)."""
+    return {
+        "range": w.span.value,
+        "until": w.anchor.isoformat(),
+        "earlier": None if w.earlier is None else w.earlier.isoformat(),
+        "later": None if w.later is None else w.later.isoformat(),
+    }
 
 
 #: the most metrics one /api/daily names (each a read of its own), as the MCP tool's

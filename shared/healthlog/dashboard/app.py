@@ -83,7 +83,8 @@ class DashboardOptions:
     settings: Settings | None = None
 
 
-#: the pages that draw charts, and so load plotly.js
+#: the pages that draw charts, and so load plotly.js (the summary draws its sparklines as
+#: SVG of its own)
 CHART_PAGES = frozenset({"metric", "records", "sleep", "workout"})
 
 
@@ -429,7 +430,7 @@ def create_app(
         if "token" in request.args:
             return _error(400, NOT_FROM_A_URL)
         if not options.require_sign_in:
-            return redirect(url_for("overview"))
+            return redirect(url_for("summary"))
         return render_template("sign_in.html", page="sign-in", title="Sign in", error=None)
 
     failures = SignInFailures()
@@ -443,7 +444,7 @@ def create_app(
             log.event(logger, logging.WARNING, "dashboard.sign_in_foreign")
             return _error(403, FOREIGN_FORM)
         if not options.require_sign_in:
-            return redirect(url_for("overview"))
+            return redirect(url_for("summary"))
         client = request.remote_addr or "-"
         wait_s = failures.wait_s(client)
         if wait_s:
@@ -467,7 +468,7 @@ def create_app(
         if (before := session_id()) is not None:
             sessions.end(before)  # a sign-in over a session ends it: one cookie, one session
         log.event(logger, logging.INFO, "dashboard.signed_in", account_id=account.id)
-        response = redirect(url_for("overview"))
+        response = redirect(url_for("summary"))
         response.set_cookie(
             cookie_name(),
             signer.dumps(sessions.start(account.id, token_hash)),
@@ -527,8 +528,14 @@ def create_app(
             return None
 
     @app.get("/")
-    def overview() -> Any:
-        return page("overview", "Overview")
+    def summary() -> Any:
+        """The home page: today and the last 7 days of each metric (reads.summary)."""
+        return page("summary", "Summary")
+
+    @app.get("/status")
+    def status() -> Any:
+        """What ``healthlog status`` says, and the watch's rules that hold."""
+        return page("status", "Status")
 
     @app.get("/coverage")
     def coverage() -> Any:

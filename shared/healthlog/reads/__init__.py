@@ -14,6 +14,8 @@ made of one mixin per question, each in its module:
 * ``counting``: the overlap rule's plumbing (``counted_points``, ``counted_stream``);
 * ``series``: the catalog, a field's series, a day a row;
 * ``sleep``, ``workouts``, ``records``, ``coverage``, ``deliveries``: those questions;
+* ``windows``: the ranges D, W, M, 6M, Y and All, as days and a resolution;
+* ``summary``: today, the last 7 days, a month's sparkline and a trend per metric;
 * ``shapes``: the JSON of a workout's head, a record and a delivery, for every interface.
 
 Resolutions are computed in the database (``Journal.point_buckets``), so a read returns
@@ -52,6 +54,7 @@ from healthlog.reads.resolution import (
 from healthlog.reads.series import SeriesAnswer, SeriesQuery, SeriesReads
 from healthlog.reads.shapes import record_dict
 from healthlog.reads.sleep import SleepReads
+from healthlog.reads.summary import Direction, Glance, SummaryReads, Trend, trend
 from healthlog.reads.values import (
     CUMULATIVE,
     MAIN_FIELDS,
@@ -73,6 +76,7 @@ from healthlog.reads.values import (
     kind_of,
     unknown_name,
 )
+from healthlog.reads.windows import BadSpan, Span, Window, span_named, today, window
 from healthlog.reads.workouts import Workout, WorkoutReads, route_splits, summarise_route
 
 __all__ = [
@@ -82,8 +86,11 @@ __all__ = [
     "MAX_BUCKETS",
     "MAX_ROWS",
     "WIDTHS",
+    "BadSpan",
     "Coverage",
+    "Direction",
     "Gap",
+    "Glance",
     "HeartRateStats",
     "Kind",
     "MetricInfo",
@@ -96,9 +103,12 @@ __all__ = [
     "Series",
     "SeriesAnswer",
     "SeriesQuery",
+    "Span",
     "Split",
     "TooHeavy",
+    "Trend",
     "UnknownName",
+    "Window",
     "Workout",
     "auto_resolution",
     "bucket_count",
@@ -111,12 +121,18 @@ __all__ = [
     "resolution_for",
     "route_splits",
     "sample_time",
+    "span_named",
     "summarise_route",
+    "today",
+    "trend",
     "unknown_name",
     "widened",
+    "window",
 ]
 
 
-class Reads(CoverageReads, SeriesReads, SleepReads, WorkoutReads, RecordReads, DeliveryReads):
+class Reads(
+    SummaryReads, CoverageReads, SeriesReads, SleepReads, WorkoutReads, RecordReads, DeliveryReads
+):
     """The reads of one account's data: ``Reads(journal, account, priority)``, or
     ``Reads.of(journal, account_id, priority)``."""

@@ -53,6 +53,7 @@ from healthlog.reads.values import (
     kind_of,
     unknown_name,
 )
+from healthlog.reads.windows import Span, Window, day_of, midnight, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,11 @@ class SeriesQuery:
     max_buckets: int = MAX_BUCKETS
     limit: int = MAX_ROWS
     over_range: bool = False
+    #: a range as the Health app offers it (``windows.Span``): its days replace
+    #: ``start`` and ``end``, ending on ``anchor`` (default: the field's last day with
+    #: data); a cumulative metric takes the span's resolution unless one is given
+    span: Span | None = None
+    anchor: date | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,7 @@ class SeriesAnswer:
     series: Series
     info: MetricInfo
     catalog: Sequence[MetricInfo]
+    window: Window | None = None  # the span's days, when the query named a span
 
 
 def _units(catalog: Sequence[MetricInfo], metric: str, field: str) -> list[MetricInfo]:
@@ -179,10 +186,18 @@ class SeriesReads(Counting):
         bound, the band, the cut to the range)."""
         catalog = self.catalog()
         start, end, source = query.start, query.end, query.source
+        resolution = query.resolution
+        chosen = None
+        if query.span is not None:
+            main = self.main_field(query.metric, query.field, catalog=catalog)
+            zone = self.account.time_zone
+            last = day_of(main.last, zone)
+            chosen = window(query.span, query.anchor or last, day_of(main.first, zone), last)
+            start, end = midnight(chosen.start), midnight(chosen.end)
+            resolution = resolution or chosen.resolution(kind_of(query.metric))
         info = self.range_field(
             query.metric, query.field, start=start, end=end, source=source, catalog=catalog
         )
-        resolution = query.resolution
         if resolution is None and query.over_range:
             resolution = auto_resolution(_as_datetime(start), _as_datetime(end), query.max_buckets)
         elif resolution is None:
@@ -198,7 +213,7 @@ class SeriesReads(Counting):
             catalog=catalog,
             info=info,
         )
-        return SeriesAnswer(found, info, catalog)
+        return SeriesAnswer(found, info, catalog, chosen)
 
     def series(
         self,

@@ -51,14 +51,15 @@ const HL = (() => {
     return node;
   }
 
+  // a table in a scroller of its own: wider than a phone, it scrolls, the page does not
   function table(headers, rows, numeric) {
     const nums = new Set(numeric || []);
-    return el(
+    return el("div", { class: "scroll" }, el(
       "table",
       {},
       el("thead", {}, el("tr", {}, headers.map((h, i) => el("th", { class: nums.has(i) ? "num" : null }, h)))),
       el("tbody", {}, rows.map((row) => el("tr", {}, row.map((cell, i) => el("td", { class: nums.has(i) ? "num" : null }, cell))))),
-    );
+    ));
   }
 
   function content(...nodes) {
@@ -108,6 +109,26 @@ const HL = (() => {
     return text.replace("T", " ").replace(/\.\d+/, "");
   }
 
+  // the view a page shows, written into its URL (the account kept), so that a link or a
+  // reload reopens it; nothing is fetched
+  function remember(params) {
+    window.history.replaceState(null, "", window.location.pathname + withAccount(params));
+  }
+
+  // the ranges' names, and the days a range shows ("3 Mar – 2 Apr 2026")
+  const spanTitles = Object.freeze({ D: "a day", W: "a week", M: "a month",
+                                     "6M": "six months", Y: "a year", All: "all the data" });
+  function spanText(start, end) {
+    if (!start || !end) return "";
+    const day = (text) => new Date(text.slice(0, 10) + "T00:00:00Z");
+    const first = day(start);
+    const last = new Date(day(end).getTime() - (end.length > 10 && end.slice(11, 16) !== "00:00" ? 0 : 86400000));
+    const f = (d, year) => d.toLocaleDateString(undefined, Object.assign(
+      { day: "numeric", month: "short", timeZone: "UTC" }, year ? { year: "numeric" } : {}));
+    if (first.getTime() >= last.getTime()) return f(first, true);
+    return `${f(first, first.getUTCFullYear() !== last.getUTCFullYear())} – ${f(last, true)}`;
+  }
+
   function status(value) {
     return el("span", { class: "status " + value, text: value });
   }
@@ -133,13 +154,21 @@ const HL = (() => {
     plotlyServerURL: "",
     responsive: true,
   });
+  // the charts' colours are the page's (dashboard.css: light, or dark with the system)
+  const css = (name, fallback) =>
+    getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+  const narrow = window.matchMedia("(max-width: 600px)").matches;  // a phone: less margin
   const plotLayout = {
-    margin: { l: 60, r: 20, t: 20, b: 50 },
-    paper_bgcolor: "#fff",
-    plot_bgcolor: "#fff",
-    font: { family: "system-ui, sans-serif", size: 12 },
+    margin: narrow ? { l: 44, r: 8, t: 16, b: 40 } : { l: 60, r: 20, t: 20, b: 50 },
+    paper_bgcolor: css("--card", "#fff"),
+    plot_bgcolor: css("--card", "#fff"),
+    font: { family: "system-ui, sans-serif", size: 12, color: css("--fg", "#1d2330") },
     hovermode: "closest",
   };
+  // the axes' lines as defaults (a template): a page's own xaxis and yaxis keep them
+  const grid = { gridcolor: css("--line", "#dde1e8"), zerolinecolor: css("--line", "#dde1e8"),
+                 linecolor: css("--line", "#dde1e8") };
+  plotLayout.template = { layout: { xaxis: grid, yaxis: grid } };
 
   // the navigation's current page, and the account in view (a selector when several)
   async function frame() {
@@ -202,5 +231,5 @@ const HL = (() => {
   }
 
   return { api, el, table, content, say, fail, data, number, bytes, age, when, status, link,
-           start, plotConfig, plotLayout, plotText };
+           start, plotConfig, plotLayout, plotText, remember, spanTitles, spanText };
 })();

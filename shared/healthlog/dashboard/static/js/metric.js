@@ -1,22 +1,28 @@
 "use strict";
-// Metric: an interactive chart of one metric (GET /api/series). Zooming re-fetches the
-// visible range, whose resolution the server picks unless one is chosen here.
+// Metric: an interactive chart of one metric (GET /api/series), on a range as the Health
+// app offers them (D W M 6M Y All, the server's reads.windows) or a zoom, which re-fetches
+// the visible range at a resolution the server picks unless one is chosen here. The view
+// is kept in the URL (range and until, or start and end), so a link reopens it.
 HL.start(async () => {
   const { el } = HL;
   const metric = HL.data("metric");
   const here = new URLSearchParams(window.location.search);
+  // a range as the Health app offers it (D W M 6M Y All, ending on `until`), or the
+  // start and end a zoom chose; opened on M, the last month with data
   const state = { field: here.get("field") || "", source: here.get("source") || "",
-                  resolution: here.get("resolution") || "", start: null, end: null };
+                  resolution: here.get("resolution") || "", start: here.get("start"),
+                  end: here.get("end"), range: here.get("range"), until: here.get("until") };
+  if (!state.range && !(state.start && state.end)) state.range = "M";
   const day = here.get("day");
   // a real day only: Date.parse takes 2026-02-31 for March 3rd, the round trip does not
   const parsed = /^\d{4}-\d\d-\d\d$/.test(day || "") ? Date.parse(day + "T00:00:00Z") : NaN;
   const real = !Number.isNaN(parsed) && new Date(parsed).toISOString().slice(0, 10) === day;
   const told = Boolean(day) && !real;  // said once, kept over the first drawing
   if (told) {
-    HL.say(`day: "${day}" is not a date (YYYY-MM-DD); showing the whole range.`);
+    HL.say(`day: "${day}" is not a date (YYYY-MM-DD); showing the last month with data.`);
   } else if (day) {
-    state.start = day;  // the phone's day: /api/series reads it on the phone's clock
-    state.end = new Date(parsed + 86400000).toISOString().slice(0, 10);
+    state.range = "D";  // the phone's day: /api/series reads it on the phone's clock
+    state.until = day;
   }
   const chart = el("div", { class: "chart", id: "chart" });
   const source = el("select", { id: "source" }, el("option", { value: "", text: "all sources" }));
@@ -27,16 +33,25 @@ HL.start(async () => {
   resolution.value = state.resolution;
   const info = el("span", { id: "info", class: "advice" });
   const stored = el("code", { id: "stored", title: "the stored metric, field and unit" });
-  const whole = el("button", { type: "button", id: "whole", text: "whole range" });
+  const spans = ["D", "W", "M", "6M", "Y", "All"].map((r) =>
+    el("button", { type: "button", class: "span", "data-range": r, text: r,
+                   "aria-pressed": "false", title: HL.spanTitles[r] }));
+  const earlier = el("button", { type: "button", id: "earlier", text: "‹", title: "earlier" });
+  const later = el("button", { type: "button", id: "later", text: "›", title: "later" });
+  const shown = el("span", { id: "shown", class: "advice" });
   HL.content(
+    el("div", { class: "controls ranges", role: "group", "aria-label": "range" },
+      earlier, el("span", { class: "segmented" }, spans), later, shown),
     el("div", { class: "controls" },
       el("label", {}, "field ", field), el("label", {}, "source ", source),
-      el("label", {}, "resolution ", resolution), whole, info),
+      el("label", {}, "resolution ", resolution), info),
     el("p", { class: "advice" }, "stored as ", stored),
     chart,
     el("p", { class: "advice", text: "Drag to zoom, double-click to zoom out; the resolution follows the visible range." }));
 
   let drawn = false;
+  let lastWindow = null;  // the span shown, with the anchors its arrows move to
+  let zoomed = false;
   let busy = 0;
 
   const widths = { minute: 60e3, hour: 3600e3, day: 86400e3, week: 7 * 86400e3 };
@@ -114,9 +129,20 @@ HL.start(async () => {
 
   async function load() {
     const ticket = ++busy;
-    const s = await HL.api("series", { metric, field: state.field, source: state.source,
-      resolution: state.resolution, start: state.start, end: state.end });
+    const asked = { field: state.field, source: state.source, resolution: state.resolution };
+    Object.assign(asked, state.range ? { range: state.range, until: state.until }
+                                     : { start: state.start, end: state.end });
+    HL.remember(asked);  // the view in the URL: a link reopens it
+    const s = await HL.api("series", Object.assign({ metric }, asked));
     if (ticket !== busy) return; // a newer zoom is on its way
+    const w = s.window;
+    for (const b of spans) b.setAttribute("aria-pressed", String(Boolean(w) && b.dataset.range === w.range));
+    earlier.disabled = !(w && w.earlier);
+    later.disabled = !(w && w.later);
+    shown.textContent = w && w.range === "All" ? "all the data"
+      : HL.spanText(s.start, s.end);
+    if (w) state.until = w.until;
+    lastWindow = w;
     if (!field.options.length) {
       // a person's name for each field, the stored one beside it (the API's both)
       for (const f of s.fields) {
@@ -141,23 +167,27 @@ HL.start(async () => {
       showlegend: s.kind !== "cumulative", legend: { orientation: "h", y: 1.08 },
       bargap: 0.15, uirevision: "keep",
     });
-    if (state.start && state.end) layout.xaxis.range = [state.start, state.end];
+    if (s.start && s.end) layout.xaxis.range = [s.start, s.end];
     await Plotly.react(chart, traces(s), layout, HL.plotConfig);
     if (!s.samples.length) HL.say("No points in this range.");
     else if (!told || drawn) HL.say("");
     if (!drawn) {
       drawn = true;
       chart.on("plotly_relayout", (change) => {
+        let range = null;
         if (change["xaxis.autorange"]) {
-          state.start = state.end = null;
+          range = ["All", null, null];  // zoomed out: all of it
         } else if (change["xaxis.range[0]"] !== undefined) {
-          state.start = String(change["xaxis.range[0]"]).replace(" ", "T");
-          state.end = String(change["xaxis.range[1]"]).replace(" ", "T");
+          range = [null, change["xaxis.range[0]"], change["xaxis.range[1]"]];
         } else if (Array.isArray(change["xaxis.range"])) {
-          [state.start, state.end] = change["xaxis.range"].map((v) => String(v).replace(" ", "T"));
+          range = [null, ...change["xaxis.range"]];
         } else {
-          return;
+          return;  // not a zoom (a resize, a legend click)
         }
+        // a zoom: the range it shows, not a span; the resolution follows it
+        const text = (v) => (v === null ? null : String(v).replace(" ", "T"));
+        [state.range, state.start, state.end] = [range[0], text(range[1]), text(range[2])];
+        zoomed = !state.range;
         load().catch(HL.fail);
       });
     }
@@ -166,6 +196,23 @@ HL.start(async () => {
   for (const [select, key] of [[source, "source"], [field, "field"], [resolution, "resolution"]]) {
     select.addEventListener("change", () => { state[key] = select.value; load().catch(HL.fail); });
   }
-  whole.addEventListener("click", () => { state.start = state.end = null; load().catch(HL.fail); });
+  for (const b of spans) {
+    b.addEventListener("click", () => {
+      state.range = b.dataset.range;
+      state.start = state.end = null;
+      // a span keeps the day it ends on; after a zoom, the day the zoom ends on
+      if (zoomed && state.end) state.until = String(state.end).slice(0, 10);
+      zoomed = false;
+      load().catch(HL.fail);
+    });
+  }
+  for (const [button, key] of [[earlier, "earlier"], [later, "later"]]) {
+    button.addEventListener("click", () => {
+      if (!lastWindow || !lastWindow[key]) return;
+      state.range = lastWindow.range;
+      state.until = lastWindow[key];
+      load().catch(HL.fail);
+    });
+  }
   await load();
 });

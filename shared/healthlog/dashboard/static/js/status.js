@@ -1,5 +1,5 @@
 "use strict";
-// Overview: what `healthlog status` says (GET /api/status).
+// Status: what `healthlog status` says (GET /api/status), the watch's rules first.
 HL.start(async () => {
   const s = await HL.api("status");
   const { el } = HL;
