@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -70,6 +71,32 @@ def chromium(profile: Path) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+#: the widths every page is tried at: a desktop's window and a phone's (an iPhone 14's
+#: 390 x 844 CSS pixels)
+DESKTOP = (1280, 900)
+PHONE = (390, 844)
+
+
+def viewport(driver: Any, size: tuple[int, int]) -> None:
+    """Make the page's viewport ``size`` CSS pixels, a phone's touch and all for PHONE
+    (Chrome's device emulation: the window's own size includes no scroll bar rules)."""
+    width, height = size
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": size == PHONE},
+    )
+
+
+def overflow_px(driver: Any) -> int:
+    """How many CSS pixels the page is wider than its viewport (0: no sideways scroll)."""
+    return int(
+        driver.execute_script(
+            "return Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"
+            " - document.documentElement.clientWidth"
+        )
+    )
 
 
 def wait_until(driver: Any, condition: Callable[[Any], Any], timeout_s: float, why: str) -> Any:
@@ -157,3 +184,30 @@ def dashboard(
     finally:
         launcher.stop(process)
         log.close()
+
+
+def visit(driver: Any, site_url: str, path: str, shots: Path | None, name: str) -> str:
+    """Open a page, wait until drawn; assert no console error and no foreign request."""
+    console_errors(driver)  # drop what came before
+    requests_made(driver)
+    driver.get(site_url + path)
+    ready = wait_ready(driver)
+    wait_painted(driver)  # plotly's last frame
+    errors = console_errors(driver)
+    assert not errors, f"{path}: console errors {errors}"
+    here = urlsplit(site_url).netloc
+    foreign = [u for u in requests_made(driver) if not own(u, here)]
+    assert not foreign, f"{path} asked other hosts: {foreign}"
+    if shots is not None:
+        shot = shots / f"{name}.png"
+        driver.save_screenshot(str(shot))
+        print(f"screenshot of {path}: {shot}")
+    return ready
+
+
+def own(url: str, netloc: str) -> bool:
+    """Whether ``url`` stays on the dashboard (``netloc``) or on the page itself."""
+    parts = urlsplit(url)
+    if parts.scheme in ("data", "blob", "about"):
+        return True  # never leaves the page
+    return parts.scheme == "http" and parts.netloc == netloc

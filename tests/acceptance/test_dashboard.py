@@ -36,6 +36,7 @@ from healthlog.model import ParseStatus
 from healthlog.retention import retain
 
 from tests import browser
+from tests.browser import visit
 from tests.dashboard_data import (
     ALICE_SOURCE,
     BOB_SOURCE,
@@ -61,18 +62,6 @@ PAGES = {
 }
 
 
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    why = browser.missing_browser()
-    if why is not None:
-        if browser.browser_required():
-            pytest.fail(f"the browser tests must run in CI: {why}")
-        print(f"skipping the browser tests: {why}")
-        pytest.skip(why)
-    with browser.chromium(tmp_path_factory.mktemp("chromium-profile")) as d:
-        yield d
-
-
 @dataclass
 class Site:
     url: str
@@ -92,32 +81,6 @@ def site(data: tuple[Folded, Path]) -> Iterator[Site]:
     port = free_port()
     with browser.dashboard(folder, port, "--account", "alice"):
         yield Site(f"http://127.0.0.1:{port}", folded, folder)
-
-
-def visit(driver: Any, site_url: str, path: str, shots: Path | None, name: str) -> str:
-    """Open a page, wait until drawn; assert no console error and no foreign request."""
-    browser.console_errors(driver)  # drop what came before
-    browser.requests_made(driver)
-    driver.get(site_url + path)
-    ready = browser.wait_ready(driver)
-    browser.wait_painted(driver)  # plotly's last frame
-    errors = browser.console_errors(driver)
-    assert not errors, f"{path}: console errors {errors}"
-    own = urlsplit(site_url).netloc
-    foreign = [u for u in browser.requests_made(driver) if not _own(u, own)]
-    assert not foreign, f"{path} asked other hosts: {foreign}"
-    if shots is not None:
-        shot = shots / f"{name}.png"
-        driver.save_screenshot(str(shot))
-        print(f"screenshot of {path}: {shot}")
-    return ready
-
-
-def _own(url: str, netloc: str) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme in ("data", "blob", "about"):
-        return True  # never leaves the page
-    return parts.scheme == "http" and parts.netloc == netloc
 
 
 def test_the_status_page_shows_the_watchs_rules_that_hold_first(driver: Any, site: Site) -> None:
@@ -214,15 +177,13 @@ def test_no_chart_offers_a_button_or_link_off_the_machine(driver: Any, site: Sit
         leaving = [t for t in titles if any(word in t.lower() for word in OFF_MACHINE)]
         assert not leaving, f"{path}: mode-bar buttons that leave the machine: {leaving}"
         hrefs = [h for _, h in found["buttons"] if h] + found["links"]
-        foreign = [h for h in hrefs if not _own(h, own)]
+        foreign = [h for h in hrefs if not browser.own(h, own)]
         assert not foreign, f"{path} links to other hosts: {foreign}"
         assert found["config"].get("showSendToCloud") is False
         assert found["config"].get("displaylogo") is False
 
 
-def test_a_day_that_is_no_date_is_said_so_and_the_last_month_drawn(
-    driver: Any, site: Site
-) -> None:
+def test_a_day_that_is_no_date_is_said_so_and_the_last_month_drawn(driver: Any, site: Site) -> None:
     """alice's 21 days of steps all lie in the month up to her last day with data."""
     visit(driver, site.url, "/metrics/step_count?day=2026-02-31", None, "")
     said = driver.find_element("id", "message").text

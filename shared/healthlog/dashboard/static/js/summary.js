@@ -30,7 +30,8 @@ HL.start(async () => {
     const width = 150, height = 36;
     const values = card.spark.map((p) => p.value);
     const have = values.filter((v) => v !== null);
-    const box = shape("svg", { viewBox: `0 0 ${width} ${height}`, class: "spark",
+    // stretched to the card's width: the days' bars widen, the line's stroke stays thin
+    const box = shape("svg", { viewBox: `0 0 ${width} ${height}`, class: "spark", preserveAspectRatio: "none",
                                role: "img", "aria-label": `the last ${values.length} days` });
     if (!have.length) return box;
     const low = card.kind === "cumulative" ? 0 : Math.min(...have);
