@@ -5,6 +5,8 @@ and the MCP tools saying the same as the API (the real server, in process)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any
 
@@ -170,3 +172,30 @@ def test_the_mcp_tools_say_what_the_api_says(built: Built, client: FlaskClient) 
         assert [(m["source_name"], m["fields"]) for m in mcp] == [
             (a["source_name"], a["fields"]) for a in api
         ]
+
+
+def test_the_cli_export_names_sources_and_gives_the_fields(
+    built: Built, client: FlaskClient, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """``healthlog export --section``: the same ``source_name`` and body fields as the API
+    (jsonl), the source name a column of the CSV."""
+    from healthlog import cli
+
+    monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{built.folder}/journal.db")
+    monkeypatch.setenv("HEALTHLOG_ARCHIVE_URL", f"file://{built.folder}/archive")
+    monkeypatch.setenv("HEALTHLOG_LOG_LEVEL", "WARNING")
+    section = "heartRateNotifications"
+    assert cli.main(["export", "--section", section, "--format", "jsonl"]) == 0
+    exported = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    api = {r["identity"]: r for r in get(client, f"/api/records/{section}")["records"]}
+    assert sorted(str(r["source_name"]) for r in exported) == [
+        "Ada’s Apple Watch", "Apple Watch", "None",
+    ]  # fmt: skip
+    for r in exported:
+        assert (r["source_name"], r["fields"]) == (
+            api[r["identity"]]["source_name"],
+            api[r["identity"]]["fields"],
+        )
+    assert cli.main(["export", "--section", section, "--format", "csv"]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert sorted(row["source_name"] for row in table) == ["", "Ada’s Apple Watch", "Apple Watch"]

@@ -192,8 +192,8 @@ def record_fields(
     (``display.record_field_rank``). The times and the source are the record's head
     (``HEAD_FIELDS``; an HRV reading's ``date`` is its start; a source sent as an object
     is a field as well); each series given (but
-    an ECG's voltages, a chart) is a field of its own: its quantities in order and
-    ``items``, how many."""
+    an ECG's voltages, a chart, and a series without quantities, a route) is a field of
+    its own: its quantities in order and ``items``, how many."""
     fields: dict[str, dict[str, Any]] = {}
     for key, value in body.items():
         if key == "source" and isinstance(value, dict):
@@ -210,8 +210,8 @@ def record_fields(
             field["unit"] = unit
         fields[key] = field
     for name, items in (series or {}).items():
-        if name in TRACES:
-            continue
+        if name in TRACES or all(i.qty is None for i in items):
+            continue  # a trace, or a series of places (a route), not of quantities
         sent_unit = next((i.unit for i in items if i.unit), None)
         unit = display.unit_name(sent_unit) if sent_unit else _field_unit(section, name, body)
         field = {
@@ -279,8 +279,11 @@ def _named(value: object) -> str | None:
 
 def stored_record(stored: StoredRecord) -> dict[str, Any]:
     """A record as stored, for ``healthlog export``: UTC text and the offset apart, its
-    account and delivery, every item whole (``extra`` as JSON)."""
+    account and delivery, every item whole (``extra`` as JSON); and for people, as
+    ``record_dict`` gives them, its ``source_name`` and the ``fields`` of its body (its
+    series are the items)."""
     r = stored.record
+    body = orjson.loads(r.body)
     return {
         "account_id": stored.account_id,
         "section": r.section,
@@ -290,7 +293,9 @@ def stored_record(stored: StoredRecord) -> dict[str, Any]:
         "utc_offset": r.utc_offset,
         "name": r.name,
         "source": r.source,
-        "body": orjson.loads(r.body),
+        "source_name": source_name(r.source, body),
+        "body": body,
+        "fields": record_fields(r.section, body),
         "items": [_stored_item(i) for i in r.items],
         "delivery_id": stored.delivery_id,
     }
