@@ -276,3 +276,136 @@ def unit_name(unit: str | None, metric: str | None = None) -> str:
     if unit == "count" and metric is not None and metric in _COUNTED:
         return _COUNTED[metric]
     return UNITS.get(unit, unit)
+
+
+# --- the sections and the fields of their records (the Records page) -------------------
+
+#: a section other than metrics -> a person's name for it
+SECTION_NAMES: dict[str, str] = {
+    "stateOfMind": "State of mind",
+    "medications": "Medications",
+    "symptoms": "Symptoms",
+    "cycleTracking": "Cycle tracking",
+    "ecg": "ECG",
+    "heartRateNotifications": "Heart-rate notifications",
+    "heartbeatSeries": "Heartbeat series",
+    "workouts": "Workouts",
+    "food": "Food",
+    "activitySummary": "Activity summaries",
+}
+
+
+def section_name(section: str) -> str:
+    """A person's name for a section ("State of mind"); one made from an unknown name."""
+    return SECTION_NAMES.get(section) or generated(section)
+
+
+#: a record's field (a key of its body as sent, or one of its series) -> a person's label,
+#: whatever its section; ``RECORD_SECTION_FIELDS`` says it otherwise for one section
+RECORD_FIELDS: dict[str, str] = {
+    # state of mind
+    "kind": "Kind",
+    "valence": "Valence",
+    "valenceClassification": "Valence classification",
+    "labels": "Labels",
+    "associations": "Associations",
+    "id": "ID",
+    "metadata": "Metadata",
+    # medications
+    "displayText": "Medication",
+    "nickname": "Nickname",
+    "status": "Status",
+    "dosage": "Dose",
+    "dose": "Dose",
+    "unit": "Unit",
+    "units": "Unit",
+    "form": "Form",
+    "scheduledDate": "Scheduled",
+    "isArchived": "Archived",
+    "codings": "Codings",
+    # symptoms, cycle tracking
+    "severity": "Severity",
+    "userEntered": "Entered by hand",
+    "value": "Value",
+    "isCycleStart": "Cycle start",
+    # ECG
+    "classification": "Classification",
+    "averageHeartRate": "Average heart rate",
+    "samplingFrequency": "Sampling frequency",
+    "numberOfVoltageMeasurements": "Voltage measurements",
+    "voltage": "Voltage",
+    # heart-rate notifications
+    "heartNotification": "Notification",
+    "threshold": "Threshold",
+    "thresholdUnits": "Threshold unit",
+    "heartRate": "Heart rate",
+    "heartRateVariation": "Heart rate variability",
+    # heartbeat series (an HRV reading's beats)
+    "heartbeat": "Beats (time since the first)",
+    "source": "Source as sent",
+    # what the Health app's export adds to a sample
+    "device": "Device",
+    "sourceVersion": "Source version",
+    "creationDate": "Written",
+    # healthlog's own: a series cut at the cap (docs/security.md, "Limits")
+    "items_capped": "Cut at the cap (elements sent)",
+}
+
+#: a field's label in one section, where it differs from ``RECORD_FIELDS``
+RECORD_SECTION_FIELDS: dict[str, dict[str, str]] = {
+    "symptoms": {"name": "Symptom"},
+    "cycleTracking": {"name": "Type"},
+    "heartbeatSeries": {"qty": "Heart rate variability (SDNN)", "date": "Reading"},
+}
+
+#: the fields each section shows first, in this order (the rest follow by name)
+RECORD_FIELD_ORDER: dict[str, tuple[str, ...]] = {
+    "stateOfMind": ("kind", "valence", "valenceClassification", "labels", "associations"),
+    "medications": (
+        "displayText",
+        "nickname",
+        "status",
+        "dosage",
+        "dose",
+        "unit",
+        "units",
+        "scheduledDate",
+    ),
+    "symptoms": ("name", "severity", "userEntered"),
+    "cycleTracking": ("name", "value", "isCycleStart"),
+    "ecg": ("classification", "averageHeartRate", "severity"),
+    "heartRateNotifications": (
+        "heartNotification",
+        "threshold",
+        "thresholdUnits",
+        "heartRate",
+        "heartRateVariation",
+    ),
+    "heartbeatSeries": ("qty", "heartbeat"),
+}
+
+#: the unit of a field a section sends as a bare number (a unit sent beside it wins)
+RECORD_FIELD_UNITS: dict[tuple[str, str], str] = {
+    ("ecg", "averageHeartRate"): "bpm",
+    ("ecg", "samplingFrequency"): "Hz",
+    ("heartRateNotifications", "threshold"): "bpm",
+    ("heartbeatSeries", "qty"): "ms",
+    ("heartbeatSeries", "heartbeat"): "s",
+}
+
+
+def record_field_label(section: str, field: str) -> str:
+    """A person's label for a field of a record of ``section`` ("Status", "Labels",
+    "Average heart rate"); a field the tables do not know gets one made from it."""
+    return (
+        RECORD_SECTION_FIELDS.get(section, {}).get(field)
+        or RECORD_FIELDS.get(field)
+        or generated(field)
+    )
+
+
+def record_field_rank(section: str, field: str) -> tuple[int, str]:
+    """Where a field of ``section`` stands among a record's fields: those the section
+    shows first (``RECORD_FIELD_ORDER``) in their order, then the rest by name."""
+    order = RECORD_FIELD_ORDER.get(section, ())
+    return (order.index(field), "") if field in order else (len(order), field.lower())

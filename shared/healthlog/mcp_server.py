@@ -459,18 +459,19 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> _Server:
         time_zone: TimeZone = None,
     ) -> CallToolResult:
         """Sleep per night (labelled by the date it ends on): hours per stage (deep, core,
-        rem, asleep unstaged, awake, in_bed), hours asleep, first and last segment, the
-        source kept (the one with the most sleep that night)."""
+        rem, asleep unstaged, awake, in_bed), hours asleep and in bed, first and last
+        segment, bedtime and wake time (HH:MM, the phone's clock), the 7-day average of
+        hours asleep, the source kept (the one with the most sleep that night); and
+        windows: the 7 and 30 days ending on the last night, with average hours, bedtime
+        and wake time and their spread (standard deviation, minutes)."""
 
         def work() -> dict[str, Any]:
             top = _limit("limit", limit, 400)
             clock = Clock(account.time_zone, time_zone)
             first, last = clock.range(start, end)
-            nights = [
-                shapes.night_dict(n, clock.show) for n in r.sleep_nights(start=first, end=last)
-            ]
-            shown, cut = _cut(nights, top, "narrow the range (start, end)")
-            return {"unit": "hr", "nights": shown, **cut}
+            found = shapes.sleep_dict(r.sleep_figures(start=first, end=last), clock.show)
+            shown, cut = _cut(found["nights"], top, "narrow the range (start, end)")
+            return {"unit": "hr", "nights": shown, "windows": found["windows"], **cut}
 
         return answer(work)
 
@@ -564,8 +565,12 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> _Server:
         ] = False,
         time_zone: TimeZone = None,
     ) -> CallToolResult:
-        """The records of a section other than metrics and workouts, with their fields as
-        sent (an ECG's classification and average heart rate, a symptom's severity, ...)."""
+        """The records of a section other than metrics and workouts: each with its body as
+        sent, its source by name (source_name) and its fields for people (field, label,
+        value as sent, unit): a state of mind's labels and associations, a medication's
+        status and dose, a symptom's severity, an ECG's classification and average heart
+        rate; with include_series a notification's heart rates and an HRV reading's beats
+        too."""
 
         def work() -> dict[str, Any]:
             top = _limit("limit", limit, 500)

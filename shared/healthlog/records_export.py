@@ -24,7 +24,7 @@ ROUTE_FORMATS = ("geojson", "gpx")
 
 CSV_COLUMNS = [
     "account_id", "section", "identity", "start", "end", "utc_offset", "name", "source",
-    "body", "items", "delivery_id",
+    "source_name", "body", "items", "delivery_id",
 ]  # fmt: skip
 
 
@@ -37,6 +37,7 @@ def write(records: Iterable[StoredRecord], out: IO[str], fmt: str) -> None:
         writer.writeheader()
         for stored in records:
             row = stored_record(stored)
+            del row["fields"]  # the body is the fields, as JSON
             row["body"] = stored.record.body
             row["items"] = len(stored.record.items)  # the series are in jsonl
             writer.writerow(row)

@@ -809,4 +809,4 @@ def test_pages_name_metrics_and_units_for_people_and_keep_the_stored_names(
         "return [...document.querySelectorAll('#content thead th')].map(th => th.textContent)"
     )
     assert len(headers) == len(set(headers)), headers
-    assert "total asleep (h)" in headers
+    assert "Asleep (h)" in headers and "In bed (h)" in headers  # the hours asleep, in all

@@ -528,7 +528,8 @@ def test_records_of_another_section_are_plain_dicts(send: Deliveries, read: Read
     assert found == {
         "section": "symptoms", "identity": "Headache|x", "name": "Headache",
         "start": "2026-03-07T20:00:00+01:00", "end": None, "source": "Phone",
-        "body": {"severity": "Mild"},
+        "source_name": "Phone", "body": {"severity": "Mild"},
+        "fields": [{"field": "severity", "label": "Severity", "value": "Mild"}],
     }  # fmt: skip
     (run,) = read.records("workouts", with_items=True)
     assert run["series"]["route"][0] == {

@@ -25,16 +25,8 @@ from healthlog.reads import shapes
 
 api = Blueprint("api", __name__, url_prefix="/api")
 
-#: the other sections the Records page shows, with their labels
-SECTIONS = {
-    "stateOfMind": "State of mind",
-    "medications": "Medications",
-    "symptoms": "Symptoms",
-    "cycleTracking": "Cycle tracking",
-    "ecg": "ECG",
-    "heartRateNotifications": "Heart-rate notifications",
-    "heartbeatSeries": "Heartbeat series",
-}
+#: the other sections the Records page shows, with their labels (``healthlog.display``)
+SECTIONS = display.SECTION_NAMES
 
 
 def _heavy(view: Callable[[], Any]) -> Callable[[], Any]:
@@ -355,8 +347,9 @@ def coverage() -> Any:
 
 @api.get("/sleep")
 def sleep() -> Any:
-    """Sleep per night: hours per stage, from the source with the most sleep that night."""
-    return {"nights": [shapes.night_dict(n) for n in _reads().sleep_nights(**_range())]}
+    """Sleep per night: hours per stage, from the source with the most sleep that night,
+    bedtime, wake time and the 7-day average; the 7- and 30-day windows' figures."""
+    return shapes.sleep_dict(_reads().sleep_figures(**_range()))
 
 
 @api.get("/workouts")
@@ -397,21 +390,28 @@ def sections() -> Any:
     have = _reads().sections()
     return {
         "sections": [
-            {"section": s, "label": SECTIONS.get(s, s), "records": n} for s, n in have.items()
+            {"section": s, "label": display.section_name(s), "records": n} for s, n in have.items()
         ]
     }
 
 
 @api.get("/records/<section>")
 def records(section: str) -> Any:
-    """A section's records; ``items=1`` adds their series (an ECG's voltage trace)."""
+    """A section's records, each with its fields for people (``shapes.record_dict``) and
+    the table's ``columns``; ``items=1`` adds their series (an ECG's voltage trace, a
+    notification's heart rates, an HRV reading's beats)."""
     r = _reads()
     if section not in r.sections():
         raise DashboardError(404, f"no records of section {section!r} in this account's data")
     with_items = request.args.get("items") in ("1", "true", "yes")
     bounds = _range()
     found = r.records(section, start=bounds["start"], end=bounds["end"], with_items=with_items)
-    return {"section": section, "records": found}
+    return {
+        "section": section,
+        "label": display.section_name(section),
+        "columns": shapes.record_columns(found),
+        "records": found,
+    }
 
 
 # --- deliveries -------------------------------------------------------------------------------

@@ -16,7 +16,10 @@ made of one mixin per question, each in its module:
 * ``sleep``, ``workouts``, ``records``, ``coverage``, ``deliveries``: those questions;
 * ``windows``: the ranges D, W, M, 6M, Y and All, as days and a resolution;
 * ``summary``: today, the last 7 days, a month's sparkline and a trend per metric;
-* ``shapes``: the JSON of a workout's head, a record and a delivery, for every interface.
+* ``sleep_figures``: bedtime, wake time, time in bed, 7-day averages and the spread of
+  bedtime and wake time over nights (``Reads.sleep_figures``);
+* ``shapes``: the JSON of a workout's head, a record and its fields, nights and their
+  figures, and a delivery, for every interface.
 
 Resolutions are computed in the database (``Journal.point_buckets``), so a read returns
 at most a few thousand rows whatever the range. Times:

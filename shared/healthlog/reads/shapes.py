@@ -1,5 +1,5 @@
-"""One place for the JSON of a metric field, a workout's head, a record, a night and a
-delivery.
+"""One place for the JSON of a metric field, a workout's head, a record and its fields, a
+night and the figures of nights, and a delivery.
 
 Every interface renders these as they are, so a key means one thing everywhere: the
 dashboard's ``/api``, the MCP tools, ``healthlog deliveries --json`` and ``healthlog
@@ -13,15 +13,18 @@ the others leave them as they are (``as_is``).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
+from healthlog import display
 from healthlog.journal.port import StoredRecord
 from healthlog.model import Delivery, Item, Record
 from healthlog.reads.bounds import local_text
+from healthlog.reads.sleep_figures import SleepFigures, Window
 from healthlog.reads.values import MetricInfo, Night
 from healthlog.reads.workouts import Workout
 
@@ -88,8 +91,51 @@ def night_dict(n: Night, show: Show = as_is) -> dict[str, Any]:
     }
 
 
+def sleep_dict(found: SleepFigures, show: Show = as_is) -> dict[str, Any]:
+    """Nights of sleep with their figures (``reads.sleep_figures``): each night as
+    ``night_dict`` gives it and its ``in_bed_h``, ``bedtime`` and ``wake_time`` (``HH:MM``
+    on the phone's clock that night), ``asleep_7d_h`` (the average over the 7 days that
+    end on it); and ``windows``, the 7 and 30 days that end on the last night, each
+    with its ``nights``, averages (``asleep_h``, ``in_bed_h``, ``stages``, ``bedtime``,
+    ``wake_time``) and the spread of bedtime and wake time in minutes
+    (``bedtime_sd_min``, ``wake_time_sd_min``: standard deviations)."""
+    return {
+        "nights": [
+            night_dict(f.night, show)
+            | {
+                "in_bed_h": f.in_bed_h,
+                "bedtime": f.bedtime,
+                "wake_time": f.wake_time,
+                "asleep_7d_h": f.asleep_7d_h,
+            }
+            for f in found.nights
+        ],
+        "windows": [window_dict(w) for w in found.windows],
+    }
+
+
+def window_dict(w: Window) -> dict[str, Any]:
+    """The figures of one window of nights (``sleep_dict``)."""
+    return {
+        "days": w.days,
+        "first": w.first,
+        "last": w.last,
+        "nights": w.nights,
+        "asleep_h": w.asleep_h,
+        "in_bed_h": w.in_bed_h,
+        "stages": w.stages,
+        "bedtime": w.bedtime,
+        "wake_time": w.wake_time,
+        "bedtime_sd_min": w.bedtime_sd_min,
+        "wake_time_sd_min": w.wake_time_sd_min,
+    }
+
+
 def record_dict(record: Record, show: Show = as_is) -> dict[str, Any]:
-    """A record as plain values: times with their offset, the body as JSON, items by series."""
+    """A record as plain values: times with their offset, the source as stored and by
+    its name (``source_name``), the body as JSON, every field it sent for people
+    (``fields``, ``record_fields``), and with its items the series by name."""
+    body = orjson.loads(record.body)
     out: dict[str, Any] = {
         "section": record.section,
         "identity": record.identity,
@@ -97,12 +143,16 @@ def record_dict(record: Record, show: Show = as_is) -> dict[str, Any]:
         "start": show(local_text(record.start, record.utc_offset)),
         "end": show(local_text(record.end, record.utc_offset)),
         "source": record.source,
-        "body": orjson.loads(record.body),
+        "source_name": source_name(record.source, body),
+        "body": body,
     }
-    if record.items:
-        grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for item in record.items:
-            grouped[item.series].append(
+    grouped: dict[str, list[Item]] = defaultdict(list)
+    for item in record.items:
+        grouped[item.series].append(item)
+    out["fields"] = record_fields(record.section, body, grouped)
+    if grouped:
+        out["series"] = {
+            series: [
                 {
                     k: v
                     for k, v in (
@@ -115,15 +165,125 @@ def record_dict(record: Record, show: Show = as_is) -> dict[str, Any]:
                     )
                     if v is not None
                 }
-            )
-        out["series"] = dict(grouped)
+                for item in items
+            ]
+            for series, items in grouped.items()
+        }
     return out
+
+
+#: the body's fields a record's head shows already: its times and its source (a source
+#: sent as an object is a field too: the head shows its name, the field all of it)
+HEAD_FIELDS = frozenset({"start", "end", "source"})
+#: series drawn as a chart rather than listed among the fields: an ECG's voltages
+TRACES = frozenset({"voltage"})
+#: the keys of a source or a device sent as an object that name it, the first present
+_NAME_KEYS = ("name", "deviceName", "device", "productType", "model", "bundleIdentifier")
+#: the name in the Health app's export's device text: ``<<HKDevice: 0x...>, name:Apple Watch, ...>``
+_DEVICE_NAME = re.compile(r"(?:^|[<,\s])name:([^,>]+)")
+
+
+def record_fields(
+    section: str, body: dict[str, Any], series: Mapping[str, list[Item]] | None = None
+) -> list[dict[str, Any]]:
+    """Every field of a record as sent, for people: ``field`` (the key as sent),
+    ``label`` (``display.record_field_label``), ``value`` (as sent: a list stays a
+    list, an object an object) and ``unit`` where one is known, in the section's order
+    (``display.record_field_rank``). The times and the source are the record's head
+    (``HEAD_FIELDS``; an HRV reading's ``date`` is its start; a source sent as an object
+    is a field as well); each series given (but
+    an ECG's voltages, a chart, and a series without quantities, a route) is a field of
+    its own: its quantities in order and ``items``, how many."""
+    fields: dict[str, dict[str, Any]] = {}
+    for key, value in body.items():
+        if key == "source" and isinstance(value, dict):
+            pass
+        elif key in HEAD_FIELDS or (key == "date" and "start" not in body):
+            continue
+        field: dict[str, Any] = {
+            "field": key,
+            "label": display.record_field_label(section, key),
+            "value": value,
+        }
+        unit = _field_unit(section, key, body)
+        if unit:
+            field["unit"] = unit
+        fields[key] = field
+    for name, items in (series or {}).items():
+        if name in TRACES or all(i.qty is None for i in items):
+            continue  # a trace, or a series of places (a route), not of quantities
+        sent_unit = next((i.unit for i in items if i.unit), None)
+        unit = display.unit_name(sent_unit) if sent_unit else _field_unit(section, name, body)
+        field = {
+            "field": name,
+            "label": display.record_field_label(section, name),
+            "value": [i.qty for i in items],
+            "items": len(items),
+        }
+        if unit:
+            field["unit"] = unit
+        fields[name] = field
+    return [fields[k] for k in sorted(fields, key=lambda k: display.record_field_rank(section, k))]
+
+
+def record_columns(records: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The fields of a list of records (``record_dict``s of one section) as a table's
+    columns: each ``field`` once, with its ``label``, in the section's order."""
+    seen: dict[str, dict[str, str]] = {}
+    section = ""
+    for r in records:
+        section = r["section"]
+        for f in r["fields"]:
+            seen.setdefault(f["field"], {"field": f["field"], "label": f["label"]})
+    return [seen[k] for k in sorted(seen, key=lambda k: display.record_field_rank(section, k))]
+
+
+def _field_unit(section: str, key: str, body: dict[str, Any]) -> str | None:
+    if key == "threshold" and isinstance(body.get("thresholdUnits"), str):
+        return display.unit_name(body["thresholdUnits"])
+    return display.RECORD_FIELD_UNITS.get((section, key))
+
+
+def source_name(stored: str | None, body: Mapping[str, Any]) -> str | None:
+    """The name of a record's source: as sent when a name, an object's ``name`` (a
+    heart-rate notification sends ``{"name": "Apple Watch", "bundleIdentifier": ...}``;
+    the store keeps it as JSON text), else the device's name (the Health app's export's
+    ``device``); None when none was sent or it is empty."""
+    for sent in (body.get("source"), stored):
+        name = _named(sent)
+        if name:
+            return name
+    return _named(body.get("device"))
+
+
+def _named(value: object) -> str | None:
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            try:
+                value = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                return text
+        else:
+            if not text.startswith("<"):
+                return text or None
+            found = _DEVICE_NAME.search(text)
+            return found.group(1).strip() if found else None
+    if isinstance(value, dict):
+        for key in _NAME_KEYS:
+            name = _named(value.get(key))
+            if name:
+                return name
+    return None
 
 
 def stored_record(stored: StoredRecord) -> dict[str, Any]:
     """A record as stored, for ``healthlog export``: UTC text and the offset apart, its
-    account and delivery, every item whole (``extra`` as JSON)."""
+    account and delivery, every item whole (``extra`` as JSON); and for people, as
+    ``record_dict`` gives them, its ``source_name`` and the ``fields`` of its body (its
+    series are the items)."""
     r = stored.record
+    body = orjson.loads(r.body)
     return {
         "account_id": stored.account_id,
         "section": r.section,
@@ -133,7 +293,9 @@ def stored_record(stored: StoredRecord) -> dict[str, Any]:
         "utc_offset": r.utc_offset,
         "name": r.name,
         "source": r.source,
-        "body": orjson.loads(r.body),
+        "source_name": source_name(r.source, body),
+        "body": body,
+        "fields": record_fields(r.section, body),
         "items": [_stored_item(i) for i in r.items],
         "delivery_id": stored.delivery_id,
     }

@@ -2,7 +2,8 @@
 
 ``SleepReads.sleep_nights``: a night labelled by the local date twelve hours after its
 start, its hours per stage, from the source with the most sleep that night; a range holds
-whole nights (``_night_within``).
+whole nights (``_night_within``). ``SleepReads.sleep_figures``: those nights with the
+figures of ``reads.sleep_figures`` (bedtime, wake time, averages, their spread).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from healthlog import clock
 from healthlog.clock import Moment, from_text
 from healthlog.reads.base import Base
 from healthlog.reads.bounds import _as_datetime, _as_given, _moved, local_text
+from healthlog.reads.sleep_figures import SleepFigures, figures
 from healthlog.reads.values import Night, _asleep_h
 
 
@@ -89,6 +91,14 @@ class SleepReads(Base):
             if kept is None or (candidate.asleep_h, source) > (kept.asleep_h, kept.source):
                 best[label] = candidate
         return [best[label] for label in sorted(best)]
+
+    def sleep_figures(
+        self, *, start: Moment | None = None, end: Moment | None = None
+    ) -> SleepFigures:
+        """The nights of ``sleep_nights`` with their figures: time in bed, bedtime and
+        wake time, the 7-day average, and the 7- and 30-day windows' averages and the
+        spread of bedtime and wake time (``sleep_figures``, docs/dashboard.md)."""
+        return figures(self.sleep_nights(start=start, end=end))
 
 
 #: how far from a range's ends the segments of a night it holds may start: a night's

@@ -1,6 +1,8 @@
 "use strict";
-// Records of the other sections (GET /api/sections, /api/records/<section>); an ECG's
-// voltage trace with ?items=1.
+// Records of the other sections (GET /api/sections, /api/records/<section>): a column a
+// field the section sent, as the server shapes it (reads/shapes.py record_dict: fields,
+// labels, units, source_name); an ECG's voltage trace, a notification's heart rates and an
+// HRV reading's beats with ?items=1.
 HL.start(async () => {
   const { el } = HL;
   const { sections } = await HL.api("sections");
@@ -17,15 +19,46 @@ HL.start(async () => {
   const list = el("div", { id: "records" });
   HL.content(el("div", { class: "controls" }, el("label", {}, "section ", select)), list);
 
-  const summary = (body) => Object.entries(body)
-    .filter(([, v]) => v !== null && typeof v !== "object")
-    .slice(0, 6).map(([k, v]) => `${k}: ${v}`).join(" · ");
+  // the sections whose series the page shows (small ones, and the ECG's trace)
+  const withItems = new Set(["ecg", "heartRateNotifications", "heartbeatSeries"]);
+  const MOST = 30;  // the items of a list shown before "… (N in all)"
+
+  // a value as sent, for people: a list as its items, an object as its fields
+  function text(value) {
+    if (value === null || value === undefined || value === "") return "–";
+    if (typeof value === "boolean") return value ? "yes" : "no";
+    if (typeof value === "number") return HL.number(value, 4);
+    if (Array.isArray(value)) {
+      if (!value.length) return "–";
+      const head = value.slice(0, MOST).map(text).join(value.some((v) => v && typeof v === "object") ? "; " : ", ");
+      return value.length > MOST ? `${head} … (${value.length} in all)` : head;
+    }
+    if (typeof value === "object") {
+      const parts = Object.entries(value).map(([k, v]) => `${k}: ${text(v)}`);
+      return parts.length ? parts.join(", ") : "–";
+    }
+    return String(value);
+  }
+  function cell(field) {
+    if (!field) return "";
+    const shownValue = text(field.value);
+    return field.unit && shownValue !== "–" ? `${shownValue} ${field.unit}` : shownValue;
+  }
+  function when(r) {
+    const start = HL.when(r.start);
+    return r.end && r.end !== r.start ? `${start} – ${HL.when(r.end)}` : start;
+  }
 
   async function show() {
     const section = select.value;
-    const { records } = await HL.api("records/" + encodeURIComponent(section), { items: section === "ecg" ? "1" : "" });
-    const parts = [HL.table(["start", "name", "details", "source"],
-      records.slice().reverse().map((r) => [HL.when(r.start), r.name || "–", summary(r.body), r.source || "–"]))];
+    const found = await HL.api("records/" + encodeURIComponent(section), { items: withItems.has(section) ? "1" : "" });
+    const { records, columns } = found;
+    const rows = records.slice().reverse().map((r) => {
+      const byField = Object.fromEntries(r.fields.map((f) => [f.field, f]));
+      return [when(r), ...columns.map((c) => cell(byField[c.field])), r.source_name || "–"];
+    });
+    const parts = [el("div", { class: "scroll" },
+      HL.table(["Time", ...columns.map((c) => c.label), "Source"], rows))];
     if (section === "ecg") {
       const traced = records.filter((r) => r.series && r.series.voltage);
       for (const r of traced.slice(-3).reverse()) {

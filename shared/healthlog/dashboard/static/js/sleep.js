@@ -1,33 +1,60 @@
 "use strict";
-// Sleep: hours per stage, a stacked bar a night (GET /api/sleep).
+// Sleep (GET /api/sleep): the 7- and 30-day figures, a stacked bar a night (a night a
+// category on the axis, so sparse nights keep wide bars) with the 7-day average as a
+// line, and a table of the nights. The figures are the server's (reads/sleep_figures.py).
 HL.start(async () => {
   const { el } = HL;
-  const { nights } = await HL.api("sleep");
+  const { nights, windows } = await HL.api("sleep");
   if (!nights.length) {
     HL.say("No sleep data yet (sleep_analysis).");
     HL.content();
     return;
   }
-  const order = ["deep", "core", "rem", "asleep", "awake", "in_bed"];
+  const order = ["deep", "core", "rem", "asleep", "awake"];
   const colours = { deep: "#1f3f8f", core: "#2f6fdb", rem: "#7fb0ff", asleep: "#5a8f6f",
-                    awake: "#f0a040", in_bed: "#c8cdd8" };
+                    awake: "#f0a040" };
   // each column its own name: "asleep" is sleep without a stage, apart from the total
-  const names = { deep: "deep", core: "core", rem: "REM", asleep: "asleep, no stage",
-                  awake: "awake", in_bed: "in bed" };
+  const names = { deep: "Deep", core: "Core", rem: "REM", asleep: "Unstaged", awake: "Awake" };
   const stages = order.filter((s) => nights.some((n) => n.stages[s] !== undefined));
+  const hours = (v) => (v === null || v === undefined ? "–" : HL.number(v) + " h");
+  const minutes = (v) => (v === null || v === undefined ? "" : ` (± ${HL.number(v, 0)} min)`);
+
+  const cards = el("div", { class: "cards", id: "figures" }, windows.map((w) => el("div", { class: "card" },
+    el("div", { class: "label", text: `Last ${w.days} days · ${w.nights} ${w.nights === 1 ? "night" : "nights"}` }),
+    el("div", { class: "value small", text: `Asleep ${hours(w.asleep_h)} · in bed ${hours(w.in_bed_h)}` }),
+    el("div", { class: "bedtime", text: `Bedtime ${w.bedtime || "–"}${minutes(w.bedtime_sd_min)}` }),
+    el("div", { class: "wake-time", text: `Wake time ${w.wake_time || "–"}${minutes(w.wake_time_sd_min)}` }))));
+
   const chart = el("div", { class: "chart", id: "chart" });
-  HL.content(chart, el("h2", { text: "Nights" }), HL.table(
-    ["night", "total asleep (h)", ...stages.map((s) => names[s] + " (h)"), "from", "to", "source"],
-    nights.slice().reverse().map((n) => [n.night, HL.number(n.asleep_h),
-      ...stages.map((s) => HL.number(n.stages[s])), HL.when(n.start), HL.when(n.end), n.source || "(no source)"]),
-    [1, ...stages.map((_, i) => i + 2)]));
-  const traces = stages.filter((s) => s !== "in_bed").map((s) => ({
-    type: "bar", name: names[s], x: nights.map((n) => n.night), y: nights.map((n) => n.stages[s] || 0),
+  const headers = ["Night", "In bed (h)", "Asleep (h)", ...stages.map((s) => names[s] + " (h)"),
+                   "Bedtime", "Wake time", "7-day average (h)", "Source"];
+  const rows = nights.slice().reverse().map((n) => [n.night, HL.number(n.in_bed_h), HL.number(n.asleep_h),
+    ...stages.map((s) => HL.number(n.stages[s])), n.bedtime || "–", n.wake_time || "–",
+    HL.number(n.asleep_7d_h), n.source || "(no source)"]);
+  HL.content(cards, chart, el("p", { class: "advice", text:
+      "± is the spread (standard deviation) of bedtime and wake time over the window's nights." }),
+    el("h2", { text: "Nights" }),
+    el("div", { class: "scroll" }, HL.table(headers, rows, [1, 2, ...stages.map((_, i) => i + 3), headers.length - 2])));
+
+  const x = nights.map((n) => n.night);
+  const traces = stages.map((s) => ({
+    type: "bar", name: names[s], x, y: nights.map((n) => n.stages[s] || 0),
     marker: { color: colours[s] }, customdata: nights.map((n) => HL.plotText(n.source)),
     hovertemplate: `%{x}<br>${names[s]}: <b>%{y:.2f} h</b><br>%{customdata}<extra></extra>`,
   }));
+  traces.push({
+    type: "scatter", mode: "lines+markers", name: "7-day average asleep", x,
+    y: nights.map((n) => n.asleep_7d_h), line: { color: "#1d2330", width: 2 }, marker: { size: 4 },
+    hovertemplate: "%{x}<br>7-day average: <b>%{y:.2f} h</b><extra></extra>",
+  });
+  // a night a category: every bar as wide as the axis allows, however sparse the nights;
+  // the last 60 shown at first, 14 on a phone (pan or zoom out for the others)
+  const shownNights = chart.clientWidth < 600 ? 14 : 60;
+  const xaxis = { type: "category", title: { text: "night (the morning it ends)" }, automargin: true };
+  if (x.length > shownNights) xaxis.range = [x.length - shownNights - 0.5, x.length - 0.5];
   await Plotly.newPlot(chart, traces, Object.assign({}, HL.plotLayout, {
-    barmode: "stack", xaxis: { type: "date", title: { text: "night (the morning it ends)" } },
-    yaxis: { title: { text: "hours" } }, legend: { orientation: "h", y: 1.08 },
+    barmode: "stack", bargap: 0.25, xaxis, yaxis: { title: { text: "hours" } },
+    legend: { orientation: "h", y: 1.02, yanchor: "bottom" },
+    margin: Object.assign({}, HL.plotLayout.margin, { t: 70 }),
   }), HL.plotConfig);
 });
