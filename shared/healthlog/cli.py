@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -774,6 +774,32 @@ def status(check: bool, account: str | None, token: str | None, as_json: bool) -
         delivery_report.status_text(summary, removed),
     )
     return 0
+
+
+@cli.command()
+@click.option("--until", type=click.DateTime(formats=["%Y-%m-%d"]),
+              help="The day that stands for today (YYYY-MM-DD; default: today on the "
+              "account's zone).")  # fmt: skip
+@account_options
+@json_option
+def summary(until: datetime | None, account: str | None, token: str | None, as_json: bool) -> None:
+    """Today and the last 7 days of each metric, and its trend, as the dashboard's home
+    page says them: a cumulative metric's total, a discrete one's average; the trend is
+    the last 90 days against the last 365 (docs/dashboard.md, "Summary")."""
+    from healthlog import store, summary_report
+    from healthlog.reads import Reads, today
+
+    chosen = chosen_account(account, token)
+    with store.opened(obtain_settings(), "read") as opened:
+        journal = opened.journal
+        reads = Reads.of(journal, accounts.find_id(journal, chosen), opened.settings.priority())
+        day = until.date() if until is not None else today(reads.account.time_zone)
+        cards = reads.summary(day)
+    emit(
+        as_json,
+        {"today": day.isoformat(), "cards": [summary_report.as_dict(c) for c in cards]},
+        summary_report.text(cards, day),
+    )
 
 
 @cli.command()

@@ -417,7 +417,8 @@ def test_every_interface_gives_the_same_answers_and_the_samples_agree(
 
 
 def test_the_summary_says_what_the_export_sums(store: tuple[str, Path]) -> None:
-    """The home page's cards on the week's last day (``until``: today there): today's and
+    """The home page's cards on the week's last day (``until``: today there), the same
+    through ``healthlog summary``: today's and
     the last 7 days' steps, heart rate and sleep, as a person summing ``healthlog export``
     the same way finds them (a total of the counted steps, an average of every heart-rate
     point) and as the samples say (issue "A dashboard a person opens every morning")."""
@@ -432,6 +433,12 @@ def test_the_summary_says_what_the_export_sums(store: tuple[str, Path]) -> None:
         cards = {c["metric"]: c for c in reply.get_json()["cards"]}
     finally:
         journal.close()
+    told = CliRunner().invoke(
+        cli.cli, ["summary", "--until", last, "--account", "alice", "--json"],
+        env=stack_env(url, where), catch_exceptions=False,
+    )  # fmt: skip
+    assert told.exit_code == 0, told.output
+    assert {c["metric"]: c for c in json.loads(told.stdout)["cards"]} == cards
     steps, heart, sleep = cards["step_count"], cards["heart_rate"], cards["sleep_analysis"]
     week_heart = [avg for _, _, _, avg, _ in HEART]
     said = {

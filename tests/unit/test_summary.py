@@ -96,3 +96,18 @@ def test_a_weigh_in_a_while_ago_stands_beside_an_empty_today() -> None:
         "weight_body_mass", "qty", "kg", Kind.DISCRETE, {TODAY + timedelta(1): 1}, TODAY
     )
     assert future.last_day is None  # a day after today is not "the last day"
+
+
+def test_the_text_says_each_card_in_a_persons_words() -> None:
+    from healthlog import summary_report
+
+    days = {TODAY - timedelta(days=n): 1000.0 for n in range(3)}
+    steps = glance("step_count", "qty", "count", Kind.CUMULATIVE, days, TODAY)
+    weight = glance("weight_body_mass", "qty", "kg", Kind.DISCRETE,
+                    {TODAY - timedelta(days=12): 71.54}, TODAY)  # fmt: skip
+    said = summary_report.text([steps, weight], TODAY).splitlines()
+    assert said[1].split() == ["Steps", "today", "1,000", "steps;", "7", "days", "3,000",
+                               "steps", "(1,000", "steps", "a", "day)"]  # fmt: skip
+    assert said[2].split()[1:] == ["last", "2026-11-21:", "71.5", "kg;", "nothing", "in", "the",
+                                   "last", "7", "days"]  # fmt: skip
+    assert summary_report.text([], TODAY) == "no data in the year up to 2026-12-03"

@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
-from healthlog import display, ids, ranges, reads, watch
+from healthlog import display, ids, ranges, reads, summary_report, watch
 from healthlog.archive.port import Archive
 from healthlog.clock import UnknownZone, zone_named
 from healthlog.dashboard.app import DashboardError
@@ -161,10 +161,7 @@ def summary() -> Any:
     r = _reads()
     if today is None:
         today = reads.today(r.account.time_zone)
-    cards = [
-        g.as_dict() | _names(g.metric, g.field, g.unit) | _card_names(g.metric)
-        for g in r.summary(today)
-    ]
+    cards = [summary_report.as_dict(g) for g in r.summary(today)]
     state = r.status()
     failed = state.counts.get(ParseStatus.FAILED.value, 0)
     return {
@@ -177,14 +174,6 @@ def summary() -> Any:
             "watch": len(found) if (found := _watch()) is not None else None,
         },
     }
-
-
-def _card_names(metric: str) -> dict[str, str]:
-    """Sleep's and workouts' cards, which are no stored metric of their own."""
-    return {
-        "sleep_analysis": {"display_name": "Sleep", "display_unit": "h"},
-        "workouts": {"display_name": "Workouts", "display_unit": "min"},
-    }.get(metric, {})
 
 
 def _iso(at: datetime | None) -> str | None:

@@ -1,0 +1,69 @@
+"""``healthlog summary`` for a person: a line a metric, as the dashboard's home page.
+
+The numbers are ``Reads.summary``'s (docs/dashboard.md, "Summary": today, the last 7
+days, the trend of the last 90 days against the year); names and units are a person's
+(``healthlog.display``). Only metric names, days and numbers are printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from healthlog import display
+from healthlog.reads import Direction, Glance, Kind
+
+#: the cards that are no stored metric of their own: their names and units
+OWN = {"sleep_analysis": ("Sleep", "h"), "workouts": ("Workouts", "min")}
+ARROWS = {Direction.UP: "↑ higher", Direction.DOWN: "↓ lower", Direction.STEADY: "→ steady"}
+
+
+def names(card: Glance) -> tuple[str, str]:
+    """A card's name and unit for people."""
+    if card.metric in OWN:
+        return OWN[card.metric]
+    return display.metric_name(card.metric), display.unit_name(card.unit, card.metric)
+
+
+def _value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    digits = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
+    return f"{value:,.{digits}f} {unit}".strip()
+
+
+def as_dict(card: Glance) -> dict[str, object]:
+    """A card's JSON (``Glance.as_dict``) with its names for people."""
+    name, unit = names(card)
+    return card.as_dict() | {"display_name": name, "display_unit": unit}
+
+
+def text(cards: Sequence[Glance], today: date) -> str:
+    """The human report: a metric a line (today, the last 7 days), then its trend."""
+    if not cards:
+        return f"no data in the year up to {today.isoformat()}"
+    lines = [f"summary of {today.isoformat()} (today: its value; 7 days: today and the 6 before)"]
+    width = max(len(names(c)[0]) for c in cards)
+    for card in cards:
+        name, unit = names(card)
+        if card.today is not None:
+            now = f"today {_value(card.today, unit)}"
+        elif card.last_day is not None:
+            now = f"last {card.last_day.isoformat()}: {_value(card.last_value, unit)}"
+        else:
+            now = "today –"
+        if not card.week_days:
+            week = "nothing in the last 7 days"
+        elif card.kind is Kind.CUMULATIVE:
+            week = f"7 days {_value(card.week, unit)} ({_value(card.week_per_day, unit)} a day)"
+        else:
+            week = f"7 days average {_value(card.week, unit)}"
+        trend = ""
+        if card.trend is not None:
+            t = card.trend
+            trend = (
+                f"; {ARROWS[t.direction]}: {_value(t.recent, unit)} a day over 90 days,"
+                f" {_value(t.year, unit)} over the year"
+            )
+        lines.append(f"{name:<{width}}  {now}; {week}{trend}")
+    return "\n".join(lines)
