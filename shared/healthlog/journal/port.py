@@ -484,9 +484,10 @@ class Journal(Protocol):
         """(metric, local day, points) of the points that arrived late.
 
         A point is late when its start is older than the newest start of its metric
-        that the deliveries received before the one that first brought it had brought:
-        an export "since the last sync" would not have sent it. A point sent again later
-        (a re-sending window, a manual export) is judged by its first arrival only.
+        that the HAE deliveries received before the one that first brought it had
+        brought: an export "since the last sync" would not have sent it. An import of
+        the Health app's export is never late and raises no bar. A point sent again
+        later (a re-sending window, a manual export) is judged by its first arrival only.
         """
 
     def fingerprint(self, account_id: str | None = None) -> str:
