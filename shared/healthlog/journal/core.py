@@ -123,6 +123,7 @@ STATEMENTS = (
     "point_buckets",
     "metric_days",
     "late_days",
+    "last_data_day",
     "metric_bars",
     "day_tally",
     "own_points",
@@ -133,6 +134,10 @@ STATEMENTS = (
     "account_series",
     "day_sum_metrics",
     "day_sum_days",
+    "late_import_accounts",
+    "late_import_extents",
+    "late_import_days",
+    "late_import_unlate",
     "spanning_points",
     "spanning_day_points",
     "add_day_part",
@@ -1306,6 +1311,10 @@ class SqlJournal:
         day_to: str | None = None,
     ) -> list[tuple[str, str, int]]:
         return self._days("late_days", account_id, metric, day_from, day_to)
+
+    def last_data_day(self, account_id: str) -> str | None:
+        found = self._fetch(self._sql["last_data_day"], {"account_id": account_id})
+        return None if not found or found[0][0] is None else str(found[0][0])
 
     def _days(
         self,

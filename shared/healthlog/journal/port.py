@@ -490,6 +490,9 @@ class Journal(Protocol):
         later (a re-sending window, a manual export) is judged by its first arrival only.
         """
 
+    def last_data_day(self, account_id: str) -> str | None:
+        """The account's last local day (``YYYY-MM-DD``) with points; None without any."""
+
     def fingerprint(self, account_id: str | None = None) -> str:
         """A hash of the whole showcase (every column of every row, in key order).
 

@@ -37,7 +37,15 @@ from __future__ import annotations
 
 from healthlog.reads.bounds import local_text, widened
 from healthlog.reads.counting import counted_stream
-from healthlog.reads.coverage import DAILY_SHARE, CoverageReads, find_gaps
+from healthlog.reads.coverage import (
+    DAILY_SHARE,
+    STRETCH_BREAK_DAYS,
+    CoverageReads,
+    Stretch,
+    find_gaps,
+    range_days,
+    stretches,
+)
 from healthlog.reads.deliveries import DeliveryReads
 from healthlog.reads.records import RecordReads
 from healthlog.reads.resolution import (
@@ -81,6 +89,7 @@ __all__ = [
     "MAIN_FIELDS",
     "MAX_BUCKETS",
     "MAX_ROWS",
+    "STRETCH_BREAK_DAYS",
     "WIDTHS",
     "Coverage",
     "Gap",
@@ -97,6 +106,7 @@ __all__ = [
     "SeriesAnswer",
     "SeriesQuery",
     "Split",
+    "Stretch",
     "TooHeavy",
     "UnknownName",
     "Workout",
@@ -107,10 +117,12 @@ __all__ = [
     "kind_of",
     "local_text",
     "next_bucket",
+    "range_days",
     "record_dict",
     "resolution_for",
     "route_splits",
     "sample_time",
+    "stretches",
     "summarise_route",
     "unknown_name",
     "widened",

@@ -457,6 +457,11 @@ FROM point_days
 WHERE account_id = :account_id AND points > 0 /*and*/
 ORDER BY metric, day
 
+-- last_data_day --
+-- An account's last day of the phone's clock with points (point_days): where the
+-- coverage page's default range ends.
+SELECT max(day) FROM point_days WHERE account_id = :account_id AND points > 0
+
 -- late_days --
 -- Per metric, the days of an account with points that arrived late, and how many.
 SELECT metric, day, late
