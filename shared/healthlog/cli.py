@@ -1232,23 +1232,32 @@ def plot(
 @cli.command()
 @click.option("--metric", help="One metric (default: every one).")
 @range_options("days")
+@click.option(
+    "--days",
+    "per_day",
+    is_flag=True,
+    help="List every gap on a line of its own, and the late points of each day.",
+)
 @account_options
 @json_option
 def coverage(
     metric: str | None,
     start: ranges.Bound | None,
     end: ranges.Bound | None,
+    per_day: bool,
     account: str | None,
     token: str | None,
     as_json: bool,
 ) -> None:
     """Per metric: days with data, gaps, and points that arrived late.
 
-    Days are the phone's: the first and last day with data, the days with data, the gaps
-    (days without data between two days with data, for a metric with data on at least
-    half the days of its span), and per day the points that arrived late (an export
-    "Since Last Sync" would have missed them). Whole days: --from's day is in, and so
-    is every day --to reaches into. docs/dashboard.md, "Data coverage".
+    Days are the phone's. A line per metric: the first and last day with data, the days
+    with data, the gaps (days without data inside a stretch of data, no silence in it
+    over 30 days, that has data on at least half its days) and the points HAE brought
+    late (an export "Since Last Sync" would have missed them); then each metric's gaps
+    in one line. --days lists every gap and the late points of each day; --json gives
+    every day. Whole days: --from's day is in, and so is every day --to reaches into.
+    docs/dashboard.md, "Data coverage".
     """
     from healthlog import coverage_report, store
     from healthlog.reads import Reads, UnknownName
@@ -1262,7 +1271,7 @@ def coverage(
             found = reads.coverage(metric=metric, start=bounds.start, end=bounds.end)
         except UnknownName as exc:
             raise _bad_name("--metric", exc) from None
-    emit(as_json, [c.as_dict() for c in found], coverage_report.text(found))
+    emit(as_json, [c.as_dict() for c in found], coverage_report.text(found, per_day=per_day))
 
 
 if __name__ == "__main__":

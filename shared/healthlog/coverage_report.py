@@ -1,4 +1,4 @@
-"""``healthlog coverage`` for a person: a table per metric, the gaps, the late points.
+"""``healthlog coverage`` for a person: a line per metric, its gaps; ``--days``: each day.
 
 The numbers come from ``Reads.coverage`` (days on the phone's clock, the gap rule
 ``reads.find_gaps``, late points from ``Journal.late_points``); docs/dashboard.md, "Data
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
-from healthlog.reads import DAILY_SHARE, Coverage
+from healthlog.reads import DAILY_SHARE, STRETCH_BREAK_DAYS, Coverage, Gap
 from healthlog.terminal import shown
 
 #: what to do in the app to send a range again (docs/hae-setup.md, step 4)
@@ -29,8 +29,18 @@ def span_days(coverage: Coverage) -> int:
     return (last - first).days + 1
 
 
-def text(found: Sequence[Coverage], *, resend_hint: bool = True) -> str:
-    """The human report: one line per metric, then the gaps, then the late points."""
+def _days(n: int) -> str:
+    return f"{n} day" + ("" if n == 1 else "s")
+
+
+def _when(gap: Gap) -> str:
+    return gap.first if gap.first == gap.last else f"{gap.first} .. {gap.last}"
+
+
+def text(found: Sequence[Coverage], *, per_day: bool = False, resend_hint: bool = True) -> str:
+    """The human report: one line per metric, then its gaps in one line each (the
+    count, their days, the latest); ``per_day`` (``--days``): every gap on a line of its
+    own, and the late points of each day."""
     if not found:
         return "no metric data (in this range)"
     width = max(len("metric"), *(len(shown(c.metric)) for c in found))
@@ -39,29 +49,40 @@ def text(found: Sequence[Coverage], *, resend_hint: bool = True) -> str:
         f"{'days':>5}  {'span':>5}  {'gaps':>4}  {'late':>5}"
     ]
     for c in found:
-        gaps = str(len(c.gaps)) if c.daily else "-"
+        gaps = str(len(c.gaps)) if c.daily or c.gaps else "-"
         lines.append(
             f"{shown(c.metric):<{width}}  {c.first_day or '':<10}  {c.last_day or '':<10}  "
             f"{len(c.days):>5}  {span_days(c):>5}  {gaps:>4}  {c.late_points:>5}"
         )
     lines.append(
-        "(days: days with data; span: first to last day, both counted; gaps '-': data on\n"
-        f" fewer than {DAILY_SHARE:.0%} of the span's days, so a day without data is no gap)"
+        "(days: days with data; span: first to last day, both counted; gaps: runs of days\n"
+        f" without data inside a stretch of data (no silence over {STRETCH_BREAK_DAYS} days) "
+        f"that has data on\n at least {DAILY_SHARE:.0%} of its days; '-': the latest stretch "
+        "has not, so a day without data is\n no gap; late: samples HAE brought long after "
+        "their time)"
     )
     with_gaps = [c for c in found if c.gaps]
-    if with_gaps:
+    if with_gaps and not per_day:
+        lines += ["", "Gaps (--days lists each one, and the late points per day):"]
+        for c in with_gaps:
+            total = sum(g.days for g in c.gaps)
+            many = f"{len(c.gaps)} gap" + ("" if len(c.gaps) == 1 else "s")
+            latest = c.gaps[-1]
+            lines.append(
+                f"  {shown(c.metric):<{width}}  {many}, {_days(total)}; "
+                f"latest {_when(latest)} ({_days(latest.days)})"
+            )
+    if with_gaps and per_day:
         lines += ["", "Gaps (days without data between two days with data):"]
         for c in with_gaps:
             for gap in c.gaps:
-                days = f"{gap.days} day" + ("" if gap.days == 1 else "s")
-                when = gap.first if gap.first == gap.last else f"{gap.first} .. {gap.last}"
-                lines.append(f"  {shown(c.metric):<{width}}  {when:<24}  {days}")
+                lines.append(f"  {shown(c.metric):<{width}}  {_when(gap):<24}  {_days(gap.days)}")
     late = [c for c in found if c.late]
-    if late:
+    if late and per_day:
         lines += [
             "",
-            "Late points per day (older than what an earlier delivery of the metric brought:",
-            'an export "Since Last Sync" would have missed them):',
+            "Late points per day (older than what an earlier HAE delivery of the metric",
+            'brought: an export "Since Last Sync" would have missed them):',
         ]
         for c in late:
             for day, count in sorted(c.late.items()):

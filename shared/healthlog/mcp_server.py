@@ -594,9 +594,10 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> _Server:
         time_zone: TimeZone = None,
     ) -> CallToolResult:
         """What is missing or late: per metric its first and last day with data, days with
-        data, gaps (days without data, for a metric with data on most days) with how to
-        send them again, points that arrived late per day; and the deliveries' statuses,
-        failures and uncovered keys."""
+        data, gaps (days without data inside a stretch of data with data on most days;
+        a silence over 30 days is a break, not a gap) with how to send them again,
+        points HAE brought late per day; and the deliveries' statuses, failures and
+        uncovered keys."""
 
         def work() -> dict[str, Any]:
             top = _limit("limit", limit, 200)

@@ -255,7 +255,10 @@ def test_the_coverage_calendar_shows_the_gap(driver: Any, site: Site) -> None:
     full = block.find_element("css selector", ".calendar a[data-day='2026-03-02']")
     assert int(full.get_attribute("data-points")) == 3
     assert full.get_attribute("href").endswith("/metrics/step_count?day=2026-03-02")
-    advice = block.find_element("css selector", f"[data-gap='{GAP[0]}/{GAP[1]}']").text
+    # the gaps are listed on demand, in the table under the calendar
+    row = driver.find_element("css selector", ".coverage-table tr[data-metric='step_count']")
+    row.find_element("css selector", "details.gaps summary").click()
+    advice = row.find_element("css selector", f"[data-gap='{GAP[0]}/{GAP[1]}']").text
     assert "Manual Export" in advice
     full.click()  # the cell opens the metric page for that day
     # the coverage page is drawn too: wait for the navigation, then for the new page

@@ -81,6 +81,7 @@ class Seed:
         at: datetime | None = None,
         delivery_id: str | None = None,
         headers: tuple[tuple[str, str], ...] = (),
+        content_type: str = "application/json",
     ) -> NewDelivery:
         """A pending delivery, by default one second after the previous one."""
         if at is None:
@@ -94,7 +95,7 @@ class Seed:
             received_at=at,
             archive_key=f"{account.id}/{at:%Y-%m-%d}/{delivery_id}.json",
             size=123,
-            content_type="application/json",
+            content_type=content_type,
             headers=headers,
         )
         assert self.journal.insert_delivery(new)

@@ -63,10 +63,10 @@ def test_coverage_json_gives_days_gaps_and_late_points(folded: Phone, capsys: An
     assert (weight_cov["daily"], weight_cov["gaps"], weight_cov["days_with_data"]) == (False, [], 3)
 
 
-def test_coverage_prints_a_table_the_gaps_the_late_points_and_how_to_resend(
+def test_coverage_days_prints_a_table_the_gaps_the_late_points_and_how_to_resend(
     folded: Phone, capsys: Any
 ) -> None:
-    out = run(capsys, "coverage")
+    out = run(capsys, "coverage", "--days")
     lines = out.splitlines()
     assert lines[0].split() == ["metric", "first", "day", "last", "day", "days", "span", "gaps",
                                 "late"]  # fmt: skip
@@ -81,6 +81,23 @@ def test_coverage_prints_a_table_the_gaps_the_late_points_and_how_to_resend(
     hint = out.index("Manual Export")
     assert hint > late and "date range" in out[hint:] and "Export" in out[hint:]
     assert "Watch" not in out and "Scale" not in out  # no source names
+
+
+def test_coverage_prints_a_summary_a_line_per_metric_and_its_gaps_in_one(
+    folded: Phone, capsys: Any
+) -> None:
+    """Without --days: the table, then each metric's gaps in one line (how many, their
+    days, the latest), no list of late points per day, and how to send a gap again."""
+    out = run(capsys, "coverage")
+    lines = out.splitlines()
+    assert lines[1].split() == ["step_count", "2026-03-01", "2026-03-08", "5", "8", "2", "1"]
+    assert lines[2].split() == ["weight_body_mass", "2026-03-01", "2026-03-15", "3", "15", "-", "0"]
+    gaps = out.index("Gaps (--days lists each one")
+    assert "  step_count        2 gaps, 3 days; latest 2026-03-07 (1 day)\n" in out[gaps:]
+    assert "2026-03-03 .. 2026-03-04" not in out and "weight_body_mass  " not in out[gaps:]
+    assert "Late points per day" not in out and "2026-03-02       1" not in out
+    assert out.index("Manual Export") > gaps
+    assert run(capsys, "coverage", "--days").startswith("\n".join(lines[:3]))
 
 
 def test_coverage_of_one_metric_and_a_range(folded: Phone, capsys: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +193,38 @@ def test_coverage_shows_the_gap_and_what_to_resend(alice: FlaskClient) -> None:
     ]
     assert "Manual Export" in gaps[0]["resend"] and GAP[0].isoformat() in gaps[0]["resend"]
     get(alice, "/api/coverage?metric=nope", 404)
+
+
+def test_coverage_takes_a_range_or_the_days_up_to_the_last_day_with_data(
+    alice: FlaskClient,
+) -> None:
+    """``days=N``: the N days ending on the account's last day with data (what the page
+    opens on); ``days=all`` and no range: every day; ``start``/``end`` win over ``days``."""
+    every = get(alice, "/api/coverage")
+    last = max(m["last_day"] for m in every["metrics"])  # type: ignore[index, union-attr]
+    assert every["last_data_day"] == last
+    assert (every["first_day"], every["last_day"]) == (None, None)
+    assert get(alice, "/api/coverage?days=all") == every
+    steps = get(alice, "/api/coverage?metric=step_count&days=5")
+    assert steps["last_day"] == last
+    first = (date.fromisoformat(last) - timedelta(days=4)).isoformat()
+    assert steps["first_day"] == first
+    (found,) = steps["metrics"]  # type: ignore[misc]
+    assert all(first <= day <= last for day in found["days"])
+    # the gap is in the default range of the page, and the days before it too
+    ninety = get(alice, "/api/coverage?metric=step_count&days=90")
+    (found,) = ninety["metrics"]  # type: ignore[misc]
+    assert [(g["first"], g["last"]) for g in found["gaps"]] == [
+        (GAP[0].isoformat(), GAP[1].isoformat())
+    ]
+    # a range as every endpoint takes it: the days it reaches
+    ranged = get(alice, "/api/coverage?metric=step_count&start=2026-03-02&end=2026-03-09&days=3")
+    assert (ranged["first_day"], ranged["last_day"]) == ("2026-03-02", "2026-03-08")
+    (found,) = ranged["metrics"]  # type: ignore[misc]
+    assert sorted(found["days"]) == [f"2026-03-0{n}" for n in range(2, 9)]
+    for bad, says in (("0", "days: between 1 and"), ("x", "days: not a whole number")):
+        error = get(alice, f"/api/coverage?days={bad}", 400)
+        assert says in str(error["error"])
 
 
 def test_sleep_gives_stages_per_night(alice: FlaskClient) -> None:

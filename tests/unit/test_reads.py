@@ -727,8 +727,9 @@ def test_day_buckets_give_the_same_numbers_as_export(
     assert coverage["step_count"].days == {
         day: n for day, (n, *_) in by_local_day(journal, phone.account, "step_count", "qty").items()
     }
-    # 2021-03-14 (the sample) and 2026-03-25..2026-04-02: far apart, so not daily
-    assert not coverage["step_count"].daily
+    # 2021-03-14 (the sample) and 2026-03-25..2026-04-02: two stretches of data, the five
+    # years between them a break, not a gap; the recent one is daily
+    assert coverage["step_count"].daily and coverage["step_count"].gaps == []
     # the summer-time change: 23 hours in Berlin that Sunday, so 23 hourly buckets
     sunday = read.series(
         "step_count", start="2026-03-28T23", end="2026-03-29T22", resolution=Resolution.HOUR

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -317,18 +317,46 @@ def resend_advice(metric: str, first: str, last: str) -> str:
     )
 
 
+#: the most days ``/api/coverage?days=N`` takes (a century)
+COVERAGE_DAYS = 36_600
+
+
+def _coverage_range() -> dict[str, datetime | None]:
+    """``start``/``end`` as given; else ``days=N``: the N days ending on the account's
+    last day with data (``Reads.recent_days``); else (or ``days=all``) every day."""
+    found = _range()
+    raw = (request.args.get("days") or "").strip()
+    if found["start"] is not None or found["end"] is not None or raw in ("", "all"):
+        return found
+    days = _int("days", 90, COVERAGE_DAYS)
+    first, last = _reads().recent_days(days)
+    return {
+        "start": datetime.combine(first, time()),
+        "end": datetime.combine(last + timedelta(days=1), time()),
+    }
+
+
 @api.get("/coverage")
 @_heavy
 def coverage() -> Any:
-    """Per metric: points per local day, the gaps (with what to re-send), the late points."""
-    found = _reads().coverage(metric=request.args.get("metric") or None, **_range())
+    """Per metric: points per local day, the gaps (with what to re-send), the late points;
+    over ``start``/``end``, or ``days`` (N, or ``all``) ending on the last day with data."""
+    r = _reads()
+    bounds = _coverage_range()
+    found = r.coverage(metric=request.args.get("metric") or None, **bounds)
     out = []
     for c in found:
         item = c.as_dict() | {"display_name": display.metric_name(c.metric)}
         for gap in item["gaps"]:
             gap["resend"] = resend_advice(c.metric, gap["first"], gap["last"])
         out.append(item)
-    return {"metrics": out}
+    first, last = reads.range_days(bounds["start"], bounds["end"])
+    return {
+        "metrics": out,
+        "first_day": first,
+        "last_day": last,
+        "last_data_day": r.last_data_day(),
+    }
 
 
 # --- sleep, workouts, records -----------------------------------------------------------------

@@ -30,8 +30,8 @@ import orjson
 from healthlog import clock, errors, ids, kinds
 from healthlog.archive import keys
 from healthlog.clock import At
+from healthlog.journal import late_imports, rows
 from healthlog.journal import migrate as migrations
-from healthlog.journal import rows
 from healthlog.journal.driver import Busy, Connection, Driver, Layer, Params, Rows
 from healthlog.journal.port import (
     BUCKETS,
@@ -123,6 +123,7 @@ STATEMENTS = (
     "point_buckets",
     "metric_days",
     "late_days",
+    "last_data_day",
     "metric_bars",
     "day_tally",
     "own_points",
@@ -133,6 +134,10 @@ STATEMENTS = (
     "account_series",
     "day_sum_metrics",
     "day_sum_days",
+    "late_import_accounts",
+    "late_import_extents",
+    "late_import_days",
+    "late_import_unlate",
     "spanning_points",
     "spanning_day_points",
     "add_day_part",
@@ -893,7 +898,8 @@ class SqlJournal:
     ) -> _DayTally:
         """Count, before the write, what the showcase holds where the points fall."""
         ranges = touched_days(points, by_series)
-        found = conn.execute(self._sql["metric_bars"], layer._asdict()).fetchall() if points else []
+        params = {**layer._asdict(), **_IMPORTS}
+        found = conn.execute(self._sql["metric_bars"], params).fetchall() if points else []
         tally = _DayTally(self._sql, layer, {str(m): bar for m, bar in found}, ranges)
         tally.count_before(conn)
         return tally
@@ -1306,6 +1312,10 @@ class SqlJournal:
     ) -> list[tuple[str, str, int]]:
         return self._days("late_days", account_id, metric, day_from, day_to)
 
+    def last_data_day(self, account_id: str) -> str | None:
+        found = self._fetch(self._sql["last_data_day"], {"account_id": account_id})
+        return None if not found or found[0][0] is None else str(found[0][0])
+
     def _days(
         self,
         statement: str,
@@ -1366,6 +1376,8 @@ class _MigrationSession:
         self._journal._driver.run_script(self._conn, migration.sql)
         if migration.name == "spread_days":  # its work is the day sums' own rule
             self._spread_days()
+        if migration.name == "late_imports":  # the late rule's bars, replayed in Python
+            late_imports.correct(self._journal._sql, self._conn)
         self._conn.execute(
             self._journal._sql["record_migration"],
             {

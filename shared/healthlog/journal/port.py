@@ -484,10 +484,14 @@ class Journal(Protocol):
         """(metric, local day, points) of the points that arrived late.
 
         A point is late when its start is older than the newest start of its metric
-        that the deliveries received before the one that first brought it had brought:
-        an export "since the last sync" would not have sent it. A point sent again later
-        (a re-sending window, a manual export) is judged by its first arrival only.
+        that the HAE deliveries received before the one that first brought it had
+        brought: an export "since the last sync" would not have sent it. An import of
+        the Health app's export is never late and raises no bar. A point sent again
+        later (a re-sending window, a manual export) is judged by its first arrival only.
         """
+
+    def last_data_day(self, account_id: str) -> str | None:
+        """The account's last local day (``YYYY-MM-DD``) with points; None without any."""
 
     def fingerprint(self, account_id: str | None = None) -> str:
         """A hash of the whole showcase (every column of every row, in key order).

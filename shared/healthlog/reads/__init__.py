@@ -42,7 +42,15 @@ from __future__ import annotations
 
 from healthlog.reads.bounds import local_text, widened
 from healthlog.reads.counting import counted_stream
-from healthlog.reads.coverage import DAILY_SHARE, CoverageReads, find_gaps
+from healthlog.reads.coverage import (
+    DAILY_SHARE,
+    STRETCH_BREAK_DAYS,
+    CoverageReads,
+    Stretch,
+    find_gaps,
+    range_days,
+    stretches,
+)
 from healthlog.reads.deliveries import DeliveryReads
 from healthlog.reads.records import RecordReads
 from healthlog.reads.resolution import (
@@ -88,6 +96,7 @@ __all__ = [
     "MAIN_FIELDS",
     "MAX_BUCKETS",
     "MAX_ROWS",
+    "STRETCH_BREAK_DAYS",
     "WIDTHS",
     "BadSpan",
     "Coverage",
@@ -108,6 +117,7 @@ __all__ = [
     "SeriesQuery",
     "Span",
     "Split",
+    "Stretch",
     "TooHeavy",
     "Trend",
     "UnknownName",
@@ -120,11 +130,13 @@ __all__ = [
     "kind_of",
     "local_text",
     "next_bucket",
+    "range_days",
     "record_dict",
     "resolution_for",
     "route_splits",
     "sample_time",
     "span_named",
+    "stretches",
     "summarise_route",
     "today",
     "trend",

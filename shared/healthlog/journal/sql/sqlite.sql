@@ -457,6 +457,11 @@ FROM point_days
 WHERE account_id = :account_id AND points > 0 /*and*/
 ORDER BY metric, day
 
+-- last_data_day --
+-- An account's last day of the phone's clock with points (point_days): where the
+-- coverage page's default range ends.
+SELECT max(day) FROM point_days WHERE account_id = :account_id AND points > 0
+
 -- late_days --
 -- Per metric, the days of an account with points that arrived late, and how many.
 SELECT metric, day, late
@@ -465,12 +470,17 @@ WHERE account_id = :account_id AND late > 0 /*and*/
 ORDER BY metric, day
 
 -- metric_bars --
--- Per metric, the newest start that the deliveries of an account received before this
--- one brought (delivery_extents): a point this delivery is first to bring is late when
--- it is older.
+-- Per metric, the newest start that the HAE deliveries of an account received before
+-- this one brought (delivery_extents): a point this delivery is first to bring is late
+-- when it is older. Imports of the Health app's export (their content types) neither
+-- raise the bar nor have one: none of their points is late (docs/dashboard.md).
 SELECT metric, max(last_start)
 FROM delivery_extents
 WHERE account_id = :account_id AND (received_at, delivery_id) < (:received_at, :delivery_id)
+  AND delivery_id NOT IN (SELECT id FROM deliveries
+                          WHERE account_id = :account_id AND content_type IN (:zip, :xml))
+  AND NOT EXISTS (SELECT 1 FROM deliveries
+                  WHERE id = :delivery_id AND content_type IN (:zip, :xml))
 GROUP BY metric
 
 -- day_tally --
@@ -498,6 +508,40 @@ VALUES (:account_id, :metric, :day, :points, :late)
 ON CONFLICT (account_id, metric, day) DO UPDATE SET
     points = point_days.points + excluded.points,
     late = point_days.late + excluded.late
+
+-- late_import_accounts --
+-- The accounts that have imports of the Health app's export (migration 0019).
+SELECT DISTINCT account_id FROM deliveries WHERE content_type IN (:zip, :xml)
+ORDER BY account_id
+
+-- late_import_extents --
+-- An account's deliveries in order with, per metric, the first and last start each
+-- brought, and whether it is an import (migration 0019 replays the late rule's bars).
+SELECT e.delivery_id, e.metric, min(e.first_start), max(e.last_start),
+       CASE WHEN e.delivery_id IN (SELECT id FROM deliveries
+                                   WHERE account_id = :account_id
+                                     AND content_type IN (:zip, :xml))
+            THEN 1 ELSE 0 END
+FROM delivery_extents AS e
+WHERE e.account_id = :account_id
+GROUP BY e.received_at, e.delivery_id, e.metric
+ORDER BY e.received_at, e.delivery_id, e.metric
+
+-- late_import_days --
+-- A metric's points in a range of starts, of one origin (an import's layer or HAE's),
+-- per day of the phone's clock: what migration 0019 takes off the late counts.
+SELECT /*day!*/ AS day, count(*)
+FROM points
+WHERE account_id = :account_id AND metric = :metric AND start >= :low AND start < :high
+  AND (layer_id IN (SELECT id FROM deliveries
+                    WHERE account_id = :account_id AND content_type IN (:zip, :xml)))
+      = (:imported = 1)
+GROUP BY day
+
+-- late_import_unlate --
+-- Take a number of points off a day's late count (never below 0).
+UPDATE point_days SET late = CASE WHEN late > :points THEN late - :points ELSE 0 END
+WHERE account_id = :account_id AND metric = :metric AND day = :day
 
 -- delete_extents --
 -- What a delivery brought, forgotten before its outcome is written again.
