@@ -142,9 +142,10 @@ HL.start(async () => {
       late,
     ];
   });
+  // HL.table's box scrolls; the table is inside it
   const table = HL.table(["metric, first – last day", "days with data", "gaps", "late samples"], summary, [1]);
   table.classList.add("coverage-table");
-  for (const [i, row] of Array.from(table.tBodies[0].rows).entries()) row.dataset.metric = metrics[i].metric;
+  for (const [i, row] of Array.from(table.querySelector("tbody").rows).entries()) row.dataset.metric = metrics[i].metric;
 
   HL.content(range, legend, grid,
     el("p", { class: "advice", text: "A gap is a day without data inside a stretch of daily data; late samples arrived through HAE long after their time. Opening a list says what to do." }),
