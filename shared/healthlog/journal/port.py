@@ -29,6 +29,7 @@ from healthlog.model import (
     Record,
     Step,
 )
+from healthlog.sql_guard import Daily, Guard
 
 ZERO_CURSOR = Cursor(datetime.fromisoformat("0001-01-01T00:00:00+00:00"), "")
 
@@ -167,13 +168,23 @@ class WatchNotice(NamedTuple):
     state: str = "told"
 
 
-class Journal(Protocol):
-    def migrate(self) -> None:
-        """Apply the numbered migrations not applied yet."""
+class AccountReads(Protocol):
+    """The accounts, looked up: what a reader needs to know whose data it reads."""
 
-    def close(self) -> None: ...
+    def account_by_token_hash(self, token_hash: str) -> Account | None: ...
 
-    # --- accounts -------------------------------------------------------------------
+    def get_account(self, account_id: str) -> Account | None: ...
+
+    def accounts(self) -> list[Account]: ...
+
+    def stale_tokens(self, account_id: str) -> list[StaleToken]:
+        """The account's retired tokens that requests still came with, latest first."""
+
+
+class Accounts(AccountReads, Protocol):
+    """The accounts and their tokens, written: ``healthlog account``, ingest's token
+    check, the watch's stale tokens."""
+
     def add_account(
         self,
         name: str,
@@ -199,19 +210,21 @@ class Journal(Protocol):
     def token_hash(self, account_id: str) -> str | None:
         """The account's stored token hash (None if there is no such account)."""
 
-    def account_by_token_hash(self, token_hash: str) -> Account | None: ...
-
-    def get_account(self, account_id: str) -> Account | None: ...
-
-    def accounts(self) -> list[Account]: ...
-
     def set_time_zone(self, account_id: str, time_zone: str) -> None:
         """Set the IANA zone for the account's offset-less times (CSV deliveries).
 
         Raises HealthlogError if there is no such account. The caller validates the name.
         """
 
-    # --- ingest ---------------------------------------------------------------------
+    def note_refused_token(self, token_hash: str, at: datetime) -> bool:
+        """Count a request refused for ``token_hash`` if it is a retired token of an
+        account (``set_token_hash`` keeps the one it replaces); False for any other,
+        found by a read alone (a stranger's tries take no write lock)."""
+
+
+class Queue(Protocol):
+    """The deliveries as the fold's queue: in (ingest, reconcile), claimed, folded."""
+
     def insert_delivery(self, new: NewDelivery) -> bool:
         """Journal a delivery as ``pending``, retrying on a busy database.
 
@@ -219,7 +232,6 @@ class Journal(Protocol):
         reconcile and a retried insert are harmless.
         """
 
-    # --- the queue ------------------------------------------------------------------
     def fold_lock(self, wait_s: float = 0.0) -> AbstractContextManager[bool]:
         """The journal-wide fold lock: one pass (or replay) at a time, in any process.
 
@@ -313,27 +325,9 @@ class Journal(Protocol):
         the first ``seq`` no own row of its key holds, in the first list.
         """
 
-    # --- reading --------------------------------------------------------------------
-    def deliveries(
-        self,
-        *,
-        status: ParseStatus | None = None,
-        uncovered_key: str | None = None,
-        account_id: str | None = None,
-        limit: int | None = None,
-        newest_first: bool = False,
-    ) -> list[Delivery]: ...
 
-    def summary(self, account_id: str | None = None) -> Summary: ...
-
-    # --- the watch's notices (docs/operations.md, "The watch") ---------------------------
-    def note_refused_token(self, token_hash: str, at: datetime) -> bool:
-        """Count a request refused for ``token_hash`` if it is a retired token of an
-        account (``set_token_hash`` keeps the one it replaces); False for any other,
-        found by a read alone (a stranger's tries take no write lock)."""
-
-    def stale_tokens(self, account_id: str) -> list[StaleToken]:
-        """The account's retired tokens that requests still came with, latest first."""
+class Watch(Protocol):
+    """The watch's notices (docs/operations.md, "The watch")."""
 
     def watch_notices(self) -> list[WatchNotice]:
         """Every notice told and not ended, by target and rule key."""
@@ -350,7 +344,10 @@ class Journal(Protocol):
     def delete_watch_notice(self, target: str, rule_key: str) -> bool:
         """End a notice; False if there was none (another evaluator ended it first)."""
 
-    # --- retention (docs/operations.md, "Retention") -----------------------------------
+
+class Retention(Protocol):
+    """Retention's marks on the archived bodies (docs/operations.md, "Retention")."""
+
     def retention_due(self, before: datetime, after: Cursor, limit: int) -> list[BodyRef]:
         """Up to ``limit`` bodies retention may remove, strictly after ``after``, in
         (received_at, id) order: ``parsed`` deliveries received before ``before`` whose
@@ -377,6 +374,37 @@ class Journal(Protocol):
 
     def count_removed_bodies(self, account_id: str | None = None) -> int:
         """How many deliveries' bodies are marked removed."""
+
+
+class ShowcaseReads(AccountReads, Protocol):
+    """What the read side may do: read the showcase, the deliveries and the accounts,
+    and open the SQL tool's guarded session. No method of it writes, so a caller
+    given this type (``healthlog.reads``, the MCP server) cannot reach a write."""
+
+    def close(self) -> None: ...
+
+    def schema_version(self) -> int:
+        """The newest migration applied (0 for none), read without writing anything."""
+
+    def guarded_session(self, account_id: str, daily: Daily | None = None) -> Guard:
+        """The MCP SQL tool's session over the account's views, one of its own that
+        cannot write (``healthlog.sql_guard`` says what it allows; the views are the
+        dialect's ``guarded_*`` statements). The journal's schema must be this
+        healthlog's: an older or newer one is a HealthlogError that says what to do."""
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None: ...
+
+    def deliveries(
+        self,
+        *,
+        status: ParseStatus | None = None,
+        uncovered_key: str | None = None,
+        account_id: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Delivery]: ...
+
+    def summary(self, account_id: str | None = None) -> Summary: ...
 
     def export_points(
         self,
@@ -413,8 +441,6 @@ class Journal(Protocol):
         Items come ordered by (series, seq). ``start_from``/``start_to`` as for points.
         Without items (``with_items=False``) a listing reads the records' rows alone.
         """
-
-    # --- the read side: summaries computed in the database ----------------------------
 
     def catalog(self, account_id: str) -> list[CatalogEntry]:
         """Per (metric, field, unit, source) of the account: points, first and last start.
@@ -495,3 +521,10 @@ class Journal(Protocol):
         Points, then records, their series' layers and their items; a showcase without
         records hashes as it did before records existed.
         """
+
+
+class Journal(Accounts, Queue, Watch, Retention, ShowcaseReads, Protocol):
+    """The whole port: every part above, and the schema's migrations."""
+
+    def migrate(self) -> None:
+        """Apply the numbered migrations not applied yet."""
