@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from healthlog.clock import At
 from healthlog.model import (
@@ -528,3 +528,50 @@ class Journal(Accounts, Queue, Watch, Retention, ShowcaseReads, Protocol):
 
     def migrate(self) -> None:
         """Apply the numbered migrations not applied yet."""
+
+
+#: the port's methods that write (or hold a lock), none of them on ``ShowcaseReads``
+WRITES = (
+    "migrate",
+    "add_account",
+    "set_token_hash",
+    "set_time_zone",
+    "note_refused_token",
+    "insert_delivery",
+    "fold_lock",
+    "begin_attempt",
+    "release_attempt",
+    "write_outcome",
+    "write_step",
+    "add_watch_notice",
+    "move_watch_notice",
+    "delete_watch_notice",
+    "mark_bodies_removed",
+    "confirm_bodies_deleted",
+)
+
+if TYPE_CHECKING:
+
+    def _reads_cannot_write(reads: ShowcaseReads, journal: Journal) -> None:
+        """mypy proves here that a caller given ``ShowcaseReads`` cannot reach a write
+        (``WRITES``): each ``reads`` line is an error it is told to ignore, and strict
+        mypy fails on an ignore that is not needed; the ``journal`` lines say the
+        names are the port's."""
+        _ = journal.migrate, reads.migrate  # type: ignore[attr-defined]
+        _ = journal.add_account, reads.add_account  # type: ignore[attr-defined]
+        _ = journal.set_token_hash, reads.set_token_hash  # type: ignore[attr-defined]
+        _ = journal.set_time_zone, reads.set_time_zone  # type: ignore[attr-defined]
+        _ = journal.note_refused_token, reads.note_refused_token  # type: ignore[attr-defined]
+        _ = journal.insert_delivery, reads.insert_delivery  # type: ignore[attr-defined]
+        _ = journal.fold_lock, reads.fold_lock  # type: ignore[attr-defined]
+        _ = journal.begin_attempt, reads.begin_attempt  # type: ignore[attr-defined]
+        _ = journal.release_attempt, reads.release_attempt  # type: ignore[attr-defined]
+        _ = journal.write_outcome, reads.write_outcome  # type: ignore[attr-defined]
+        _ = journal.write_step, reads.write_step  # type: ignore[attr-defined]
+        _ = journal.add_watch_notice, reads.add_watch_notice  # type: ignore[attr-defined]
+        _ = journal.move_watch_notice, reads.move_watch_notice  # type: ignore[attr-defined]
+        _ = journal.delete_watch_notice, reads.delete_watch_notice  # type: ignore[attr-defined]
+        _ = journal.mark_bodies_removed, reads.mark_bodies_removed  # type: ignore[attr-defined]
+        _ = journal.confirm_bodies_deleted, reads.confirm_bodies_deleted  # type: ignore[attr-defined]
+        # nor an account's token hash
+        _ = journal.token_hash, reads.token_hash  # type: ignore[attr-defined]

@@ -18,7 +18,6 @@ from typing import Any
 
 from healthlog import clock, kinds
 from healthlog.archive import keys
-from healthlog.journal import rows
 from healthlog.journal.driver import Connection, Layer
 from healthlog.journal.statements import Statements
 from healthlog.model import (
@@ -288,7 +287,7 @@ def _add_day_parts(
 
 def _date_runs(dates: list[date]) -> list[DayRun]:
     """Sorted dates as runs of consecutive days, (first, last) each."""
-    return [(run[0], run[-1]) for run in rows.runs_of_days(dates, lambda day: day)]
+    return [(run[0], run[-1]) for run in clock.runs_of_days(dates, lambda day: day)]
 
 
 def _runs(days: list[str]) -> list[tuple[str, str]]:
