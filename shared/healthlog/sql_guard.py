@@ -39,11 +39,15 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from healthlog.errors import HealthlogError
 
-Dialect = Literal["sqlite", "postgres"]
+#: a backend's name, which is sqlglot's for its SQL: ``check`` parses in it, and adds the
+#: checks of SQLite (printf widths) and PostgreSQL (the function allowlist, attribute
+#: notation) to the common ones; another backend's session (layer 2) holds alone as each
+#: of these does
+Dialect = str
 
 #: characters of one cell in an answer; a longer value is cut and says so
 CELL_CHARS = 500

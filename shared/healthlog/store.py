@@ -58,6 +58,8 @@ def where(settings: Settings) -> str:
     location = urls.journal_location(settings.journal_url)
     if isinstance(location, urls.SqliteLocation):
         return os.path.abspath(location.path)
+    if isinstance(location, urls.DriverLocation):
+        return f"the {location.backend} database of HEALTHLOG_JOURNAL_URL"
     return "the PostgreSQL database of HEALTHLOG_JOURNAL_URL"
 
 
@@ -89,8 +91,7 @@ def head(settings: Settings) -> int:
     """The schema version this healthlog writes and reads."""
     from healthlog.journal import migrate
 
-    location = urls.journal_location(settings.journal_url)
-    backend = "sqlite" if isinstance(location, urls.SqliteLocation) else "postgres"
+    backend = urls.backend_of(urls.journal_location(settings.journal_url))
     return migrate.head(migrate.load(backend))
 
 
