@@ -167,3 +167,24 @@ def test_the_connection_is_read_only_whatever_the_authorizer_says(two: Two) -> N
             guard._conn.execute(f"ATTACH DATABASE '{two.path}' AS again")
     finally:
         guard.close()
+
+
+#: a query's CTE that takes the name of one of the views, to read a journal table as if
+#: the view did: the authorizer names the inner-most view (or CTE) that reads a table
+NAMED_AS_A_VIEW = [
+    "WITH my_points AS (SELECT token_hash FROM accounts) SELECT * FROM my_points",
+    "WITH my_records AS (SELECT * FROM main.accounts) SELECT * FROM my_records",
+    "WITH my_deliveries AS (SELECT headers FROM deliveries) SELECT * FROM my_deliveries",
+    "WITH my_point_days AS (SELECT * FROM point_days) SELECT * FROM my_point_days",
+    "WITH my_points AS (SELECT source FROM series) SELECT * FROM my_points",
+]
+
+
+@pytest.mark.parametrize("attack", NAMED_AS_A_VIEW)
+def test_a_cte_named_as_a_view_reads_nothing_of_the_journal_even_below_the_parser(
+    guard: SqliteGuard, attack: str
+) -> None:
+    with pytest.raises(sql_guard.Refused):
+        guard.run(attack, limit=10, timeout_s=2)
+    with pytest.raises(sqlite3.DatabaseError, match=r"prohibited|not authorized"):
+        raw(guard, attack)

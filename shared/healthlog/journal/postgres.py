@@ -34,6 +34,9 @@ block: the server drops it when that session ends, also when the holder dies. Ou
 are guarded by the expected status (``UPDATE ... WHERE status = expected``), which locks
 the delivery row, so two writers can never both succeed; docs/architecture.md
 ("Concurrency") says why both exist.
+
+The MCP SQL tool's guarded session (``PostgresGuard``: a session of the account's own
+reader role, under ``healthlog.sql_guard``'s policy) is here too.
 """
 
 from __future__ import annotations

@@ -35,6 +35,9 @@ progress handler that interrupts them once the bound has passed: SQLite then rol
 transaction back, and the attempt raises the bound's ``spent()`` error. The handler is
 removed before COMMIT, so a write commits whole or not at all, and the write lock is
 free as soon as the attempt returns.
+
+The MCP SQL tool's guarded session (``SqliteGuard``, under ``healthlog.sql_guard``'s
+policy) is here too: a backend is one driver module, which is why this one is 600 lines.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import fcntl
 import logging
 import os
 import re
+import secrets
 import sqlite3
 import threading
 import time
@@ -477,6 +481,12 @@ class SqliteGuard:
             if points is None:
                 raise sqlite3.DatabaseError("no points view")
             account = sql_guard.literal(account_id)
+            # each view twice: under a name of this session's making, which alone may read
+            # the journal's tables, and its own over that one. A query's CTE may take a
+            # view's name (``WITH my_points AS (SELECT * FROM accounts)``), never one it
+            # cannot know: the authorizer names the inner-most view that reads a table
+            salt = secrets.token_hex(8)
+            self._inner = {f"hl_{salt}_{name}" for name in sql_guard.VIEWS}
             for name in sql_guard.VIEWS:
                 if name == sql_guard.DAILY:
                     continue
@@ -484,7 +494,10 @@ class SqliteGuard:
                 if name == "my_points":  # the one definition of points, read from the schema
                     fill["points"] = _in_main(points.group(1))
                 body = statements.render(f"guarded_{name}", **fill)
-                self._conn.execute(statements.render("guarded_view", view=name, body=body))
+                inner = f"hl_{salt}_{name}"
+                self._conn.execute(statements.render("guarded_view", view=inner, body=body))
+                outer = f"SELECT * FROM temp.{inner}"
+                self._conn.execute(statements.render("guarded_view", view=name, body=outer))
             self._conn.execute(statements["guarded_my_daily"])
         except sqlite3.Error as exc:
             self._conn.close()
@@ -521,9 +534,9 @@ class SqliteGuard:
         if action == sqlite3.SQLITE_SELECT:
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_READ:
-            if db == "temp" and arg1 in views:
-                return sqlite3.SQLITE_OK
-            if db == "main" and view in views:  # a journal table, read by one of our views
+            if db == "temp" and (arg1 in views or (arg1 in self._inner and view in views)):
+                return sqlite3.SQLITE_OK  # a view, or the inner view it reads
+            if db == "main" and view in self._inner:  # a journal table, read by one of ours
                 return sqlite3.SQLITE_OK
             if db is None:
                 # a common table expression reading itself (or another): no table of
