@@ -616,7 +616,7 @@ def mcp(http: bool, host: str, port: int, account: str | None, token: str | None
         def banner(url: str) -> None:
             click.echo(f"healthlog MCP server (read-only) at  {url}", err=True)
 
-        return mcp_server.serve(reads, settings, http=http, host=host, port=port, on_ready=banner)
+        return mcp_server.serve(reads, http=http, host=host, port=port, on_ready=banner)
 
 
 # --- accounts ------------------------------------------------------------------------------------

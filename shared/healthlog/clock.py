@@ -13,14 +13,19 @@ Every interface reads a time the user gives through here (docs/time.md):
 * ``today``/``yesterday`` need the date of now: on the account's zone
   (``healthlog account set-tz``), then a wall-clock midnight like any day.
 
-The journal stores times as fixed-width UTC text (``to_text``), whose text order is time
-order; the other helpers here convert between that text, the phone's clock and bounds.
+The journal stores times as fixed-width UTC text (``to_text``, ``from_text``), whose text
+order is time order; the other helpers here convert between that text, the phone's clock
+and bounds, and group days into runs (``runs_of_days``). The journal's adapters and the
+read side both take them from here (``journal.rows`` re-exports the codec for the
+adapters).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from healthlog.errors import HealthlogError
@@ -28,6 +33,9 @@ from healthlog.errors import HealthlogError
 #: how far a phone's clock may be from UTC: the offsets in use run from -12 h to +14 h,
 #: and HAE's parser takes any under a day, so a day reaches this far past its UTC day
 REACH = timedelta(hours=24)
+
+
+T = TypeVar("T")
 
 
 class UnknownZone(HealthlogError):
@@ -305,3 +313,18 @@ def utc_of(local: datetime, offset_min: int | None) -> str:
         return to_text((local - timedelta(minutes=offset_min or 0)).replace(tzinfo=UTC))
     except OverflowError:
         return to_text(local.replace(tzinfo=UTC))
+
+
+def runs_of_days(items: Iterable[T], day_of: Callable[[T], date]) -> list[list[T]]:
+    """``items`` in day order as runs of consecutive days (a run: the items of days that
+    follow one another without a gap)."""
+    runs: list[list[T]] = []
+    previous: date | None = None
+    for item in items:
+        day = day_of(item)
+        if runs and previous is not None and (day - previous).days == 1:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+        previous = day
+    return runs

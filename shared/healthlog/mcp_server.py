@@ -1,8 +1,9 @@
 """``healthlog mcp``: an MCP server over one account's showcase (docs/mcp.md).
 
 Read-only tools for an assistant, each a thin wrapper over ``healthlog.reads.Reads``
-(and ``healthlog.sql_guard`` for the SQL tool), on the official ``mcp`` SDK: stdio by
-default, streamable HTTP on 127.0.0.1 with ``--http``.
+(and, for the SQL tool, the journal's guarded session under ``healthlog.sql_guard``'s
+policy), on the official ``mcp`` SDK: stdio by default, streamable HTTP on 127.0.0.1
+with ``--http``. The journal is a ``ShowcaseReads``: no tool can reach a write.
 
 Answers are sized for a model: every tool has a row limit (and a ceiling it cannot be
 raised above), says ``truncated`` with a ``note`` on how to narrow the question when it
@@ -33,8 +34,7 @@ from healthlog import coverage_report, heavy, log, ranges, reads, sql_guard
 from healthlog.clock import UnknownZone, from_text, zone_named
 from healthlog.config import Settings
 from healthlog.errors import HealthlogError, needs_extra
-from healthlog.journal import migrate
-from healthlog.journal.port import Journal
+from healthlog.journal.port import ShowcaseReads
 from healthlog.reads import shapes
 
 try:  # the extra's parts: pydantic and pydantic_core come with mcp
@@ -704,7 +704,7 @@ def _stats(stats: reads.HeartRateStats | None) -> dict[str, Any] | None:
 # --- opening and running ------------------------------------------------------------------------
 
 
-def open_readonly(settings: Settings) -> Journal:
+def open_readonly(settings: Settings) -> ShowcaseReads:
     """The journal for reading: not migrated (that would write), not created if missing."""
     import os
 
@@ -718,18 +718,10 @@ def open_readonly(settings: Settings) -> Journal:
     return wiring.open_journal(settings)
 
 
-def open_guard(settings: Settings, r: reads.Reads) -> sql_guard.Guard:
-    """The SQL tool's session over ``r``'s account, its ``my_daily`` from ``r``."""
-    from healthlog import urls
-
-    daily = sql_guard.Daily(r.day_totals, r.status)
-    account_id = r.account.id
-    location = urls.journal_location(settings.journal_url)
-    if isinstance(location, urls.SqliteLocation):
-        head = migrate.head(migrate.load("sqlite"))
-        return sql_guard.SqliteGuard(location.path, account_id, head, daily)
-    head = migrate.head(migrate.load("postgres"))
-    return sql_guard.PostgresGuard(location.url, account_id, head, daily)
+def open_guard(r: reads.Reads) -> sql_guard.Guard:
+    """The SQL tool's session over ``r``'s account, its ``my_daily`` from ``r``: the
+    journal opens it (``ShowcaseReads.guarded_session``)."""
+    return r.journal.guarded_session(r.account.id, sql_guard.Daily(r.day_totals, r.status))
 
 
 def refuse_off_loopback(http: bool, host: str) -> None:
@@ -775,7 +767,6 @@ async def _serve_http(server: MCPServer[Any], sock: socket.socket, host: str, po
 
 def serve(
     r: reads.Reads,
-    settings: Settings,
     *,
     http: bool = False,
     host: str = "127.0.0.1",
@@ -784,7 +775,7 @@ def serve(
 ) -> int:
     """Serve the tools over stdio, or streamable HTTP on a loopback address, until stopped."""
     refuse_off_loopback(http, host)
-    guard = open_guard(settings, r)
+    guard = open_guard(r)
     try:
         server = build(r, guard)
         log.event(logger, logging.INFO, "mcp.started", transport="http" if http else "stdio")

@@ -14,7 +14,7 @@ from typing import Any
 
 from healthlog.hae import sections as hae_sections
 from healthlog.hae import workouts
-from healthlog.journal.port import Journal
+from healthlog.journal.port import ShowcaseReads
 from healthlog.model import Account
 from healthlog.reads import Reads, UnknownName, shapes, unknown_name
 from healthlog.terminal import shown
@@ -22,11 +22,11 @@ from healthlog.terminal import shown
 _LISTED = " (`healthlog metrics` lists them all)"
 
 
-def _accounts(journal: Journal, account_id: str | None) -> list[Account]:
+def _accounts(journal: ShowcaseReads, account_id: str | None) -> list[Account]:
     return [a for a in journal.accounts() if account_id is None or a.id == account_id]
 
 
-def listing(journal: Journal, account_id: str | None = None) -> list[dict[str, Any]]:
+def listing(journal: ShowcaseReads, account_id: str | None = None) -> list[dict[str, Any]]:
     """Per account (one, or all): its metric fields and its sections' record counts."""
     found = []
     for account in _accounts(journal, account_id):
@@ -80,7 +80,7 @@ def text(found: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def check_metric(journal: Journal, account_id: str | None, metric: str) -> None:
+def check_metric(journal: ShowcaseReads, account_id: str | None, metric: str) -> None:
     """UnknownName, naming the nearest, unless an account (or the one) has ``metric``."""
     names: set[str] = set()
     for account in _accounts(journal, account_id):
@@ -96,7 +96,7 @@ KNOWN_SECTIONS = frozenset(
 )
 
 
-def check_section(journal: Journal, account_id: str | None, section: str) -> bool:
+def check_section(journal: ShowcaseReads, account_id: str | None, section: str) -> bool:
     """Whether an account (or the one) has ``section``: False for a section healthlog
     folds that none holds yet (a script asking for it gets an empty answer); UnknownName,
     naming the nearest, for a name that is no section at all."""

@@ -1,52 +1,53 @@
-"""Guarded SQL over one account's showcase: what the MCP server's ``sql`` tool runs.
+"""The policy of the MCP server's ``sql`` tool: what a query may do, and its limits.
 
 A query sees only the views of ``VIEWS`` (docs/mcp.md lists their columns), each filtered
 to the account, never ``accounts``, token hashes, headers or another account's rows. It
 is refused unless it is one ``SELECT`` (or ``WITH ... SELECT``), and it runs with a row
 limit and a time limit. Several layers, each enough on its own for what it covers:
 
-1. ``check``: sqlglot parses the text in the backend's dialect. One statement, a query,
-   no data-changing node anywhere (a ``DELETE`` in a ``WITH``, ``SELECT ... INTO``), and
-   every table it reads, scope by scope, one of the views (a CTE of the same query is
-   the query's own). On PostgreSQL, functions sqlglot does not know as standard SQL must
-   be on ``PG_FUNCTIONS`` (so no ``pg_read_file``, ``dblink``, ``set_config``,
-   ``query_to_xml``, ``pg_sleep``, large objects...).
-2. The connection. SQLite: the file opened read-only (``mode=ro``), the views ``TEMP``
-   (in the connection's own temporary schema), and an authorizer that allows a
-   ``SELECT``, the reading of a view, of the journal's tables only *through* a view,
-   and functions but ``load_extension`` and the file ones (one gap, which layer 1
-   closes: SQLite names no view for a read of *no column* of ``series`` or
-   ``point_rows``, which ``my_points`` joins, so such a read is allowed; alone it would
-   let a query count every account's series and points, never read a value);
-   ``ATTACH`` is also limited to 0 databases; a progress handler stops a query past
-   its time. PostgreSQL: a session signed in as the account's own reader role, which
-   may read the account's views and nothing else (``PostgresGuard``), each query in a
-   ``READ ONLY`` transaction with ``statement_timeout``, rows read through a
-   server-side cursor; the parser also refuses attribute notation (``x.fn``).
-3. The answer: at most ``limit`` rows, each cell at most ``CELL_CHARS`` characters.
+1. ``check`` (here): sqlglot parses the text in the backend's dialect. One statement, a
+   query, no data-changing node anywhere (a ``DELETE`` in a ``WITH``, ``SELECT ...
+   INTO``), and every table it reads, scope by scope, one of the views (a CTE of the
+   same query is the query's own). On PostgreSQL, functions sqlglot does not know as
+   standard SQL must be on ``PG_FUNCTIONS`` (so no ``pg_read_file``, ``dblink``,
+   ``set_config``, ``query_to_xml``, ``pg_sleep``, large objects...).
+2. The session, which the journal opens (``ShowcaseReads.guarded_session``; its views
+   are named statements of each dialect's SQL file, ``guarded_<view>``). SQLite
+   (``journal.sqlite.SqliteGuard``): the file opened read-only (``mode=ro``), the views
+   ``TEMP``, an authorizer that allows a ``SELECT``, the reading of a view, of the
+   journal's tables only *through* a view, and functions but ``SQLITE_DENIED_FUNCTIONS``
+   (one gap, which layer 1 closes: SQLite names no view for a read of *no column* of
+   ``series`` or ``point_rows``, which ``my_points`` joins, so such a read is allowed;
+   alone it would let a query count every account's series and points, never read a
+   value); ``ATTACH`` limited to 0 databases, values to ``VALUE_BYTES``; a progress
+   handler and a timer stop a query past its time. PostgreSQL
+   (``journal.postgres.PostgresGuard``): a session signed in as the account's own
+   reader role (``reader_name``), which may read the account's views and nothing else,
+   each query in a ``READ ONLY`` transaction with ``statement_timeout``, rows read
+   through a server-side cursor; the parser also refuses attribute notation (``x.fn``).
+3. The answer (``answer``, here): at most ``limit`` rows, each cell at most
+   ``CELL_CHARS`` characters.
 
 Error messages name the rule a query broke and never quote a value of the data.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import decimal
 import hashlib
-import os
 import re
-import secrets
-import sqlite3
-import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Protocol
 
 from healthlog.errors import HealthlogError
 
-Dialect = Literal["sqlite", "postgres"]
+#: a backend's name, which is sqlglot's for its SQL: ``check`` parses in it, and adds the
+#: checks of SQLite (printf widths) and PostgreSQL (the function allowlist, attribute
+#: notation) to the common ones; another backend's session (layer 2) holds alone as each
+#: of these does
+Dialect = str
 
 #: characters of one cell in an answer; a longer value is cut and says so
 CELL_CHARS = 500
@@ -63,7 +64,7 @@ class Refused(HealthlogError):
 @dataclass(frozen=True)
 class View:
     description: str
-    #: (column, what it holds); the SQL of each backend is in ``_SQLITE``/``_POSTGRES``
+    #: (column, what it holds); each dialect's SQL file has its SQL, ``guarded_<name>``
     columns: tuple[tuple[str, str], ...]
 
 
@@ -168,42 +169,9 @@ VIEWS: dict[str, View] = {
     ),
 }
 
-# the journal's view ``points`` as SQLite's my_points reads it: from the tables, by this
-# view itself (the authorizer allows the journal's tables read by one of VIEWS, and the
-# journal's own view would be the reader instead); migration 0011 has the same
-_SQLITE_POINTS = (
-    'SELECT m.account_id, m.metric, s.field, s.source, p.start, p.utc_offset, p."end", p.qty, '
-    "p.text, s.unit, p.extra, p.layer_id FROM main.series AS m CROSS JOIN main.point_rows AS p "
-    "CROSS JOIN main.series AS s WHERE p.metric_key = m.id AND s.id = p.series_id"
-)
-
-#: the journal's tables my_points joins: SQLite may read one of them for no column
-_COLUMNLESS = frozenset({"series", "point_rows"})
-
-# the views' SQL: {account} is the account id as a quoted literal
-_SQLITE = {
-    "my_points": "SELECT metric, field, source, start, strftime('%Y-%m-%dT%H:%M:%S', start, "
-    "coalesce(utc_offset, 0) || ' minutes') AS local_start, utc_offset, \"end\", qty, text, "
-    "unit, extra, layer_id AS delivery_id FROM (" + _SQLITE_POINTS + ") "
-    "WHERE account_id = {account}",
-    "my_records": 'SELECT section, identity, start, "end", utc_offset, name, source, body, '
-    "layer_id AS delivery_id FROM main.records WHERE account_id = {account}",
-    "my_record_items": "SELECT section, identity, series, seq, t, qty, lat, lon, alt, unit, "
-    "extra FROM main.record_items WHERE account_id = {account}",
-    "my_deliveries": "SELECT id, received_at, status, size, content_type, points, uncovered, "
-    "failure, attempts, folded_at FROM main.deliveries WHERE account_id = {account}",
-    "my_delivery_extents": "SELECT delivery_id, metric, field, unit, source, received_at, "
-    "first_start, last_start, points FROM main.delivery_extents WHERE account_id = {account}",
-    "my_point_days": "SELECT metric, day, points, late FROM main.point_days "
-    "WHERE account_id = {account}",
-}
-_POSTGRES = _SQLITE | {
-    "my_points": "SELECT metric, field, source, start, to_char((start + make_interval(mins => "
-    "coalesce(utc_offset, 0))) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') AS "
-    'local_start, utc_offset, "end", qty, text, unit, extra, layer_id AS delivery_id '
-    "FROM public.points WHERE account_id = {account}",
-}
-_POSTGRES = {name: sql.replace("main.", "public.") for name, sql in _POSTGRES.items()}
+#: the one of ``VIEWS`` that is a table of the session's, filled from the reads (its
+#: values come from the overlap rule, in Python); the others are views of the journal
+DAILY = "my_daily"
 
 #: PostgreSQL functions outside sqlglot's standard ones that a query may call; any other
 #: (pg_read_file, dblink, set_config, current_setting, query_to_xml, lo_import, pg_sleep...)
@@ -376,10 +344,6 @@ def _check_table(table: Any, ctes: set[str], views: str) -> None:
         raise Refused(f"no table {table.name!r} in the SQL tool; the views: {views}")
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 # --- results ----------------------------------------------------------------------------------
 
 
@@ -411,7 +375,7 @@ def _cell(value: Any) -> tuple[Any, bool]:
     return str(value)[:CELL_CHARS], False
 
 
-def _answer(columns: list[str], fetched: Sequence[Sequence[Any]], limit: int) -> Answer:
+def answer(columns: list[str], fetched: Sequence[Sequence[Any]], limit: int) -> Answer:
     rows, cut = [], 0
     for row in fetched[:limit]:
         out = []
@@ -423,7 +387,7 @@ def _answer(columns: list[str], fetched: Sequence[Sequence[Any]], limit: int) ->
     return Answer(columns, rows, len(fetched) > limit, cut)
 
 
-# --- the guards -------------------------------------------------------------------------------
+# --- the sessions ---------------------------------------------------------------------------
 
 
 #: the rows of ``my_daily`` (``Reads.day_totals``), and what says they may have changed
@@ -439,15 +403,10 @@ class Daily:
     stamp: Callable[[], object]
 
 
-#: the table my_daily is kept in (a table: its values come from Python's overlap rule)
-_DAILY_COLUMNS = "metric, field, unit, value_is, day, value, points"
-_DAILY_TABLE = (
-    "(metric TEXT, field TEXT, unit TEXT, value_is TEXT, day TEXT, value DOUBLE PRECISION, "
-    "points BIGINT)"
-)
-
-
 class Guard(Protocol):
+    """A guarded session: what ``ShowcaseReads.guarded_session`` opens. ``run`` checks
+    the query (``check``) before the database sees it, and answers with ``answer``."""
+
     dialect: Dialect
 
     def run(self, sql: str, *, limit: int, timeout_s: float) -> Answer: ...
@@ -455,254 +414,11 @@ class Guard(Protocol):
     def close(self) -> None: ...
 
 
-_SQLITE_DENIED_FUNCTIONS = frozenset(
+#: SQLite functions a query may not call, whatever layer 1 says (the session's authorizer
+#: denies them by name): extensions, the file functions of the CLI and its extensions
+SQLITE_DENIED_FUNCTIONS = frozenset(
     {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zipfile"}
 )
-
-
-class SqliteGuard:
-    """The SQL tool on a SQLite journal: a read-only connection of its own."""
-
-    dialect: Dialect = "sqlite"
-
-    def __init__(
-        self, path: str, account_id: str, expect_version: int, daily: Daily | None = None
-    ) -> None:
-        if not os.path.isfile(path):
-            raise HealthlogError("no journal file at the journal URL's path")
-        uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-        self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
-        self._lock = threading.Lock()
-        self._deadline = 0.0
-        try:
-            _check_version(self._conn.execute, expect_version)
-            self._journal_tables = frozenset(
-                name.lower()
-                for (name,) in self._conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
-                )
-            )
-            for name, sql in _SQLITE.items():
-                self._conn.execute(
-                    f"CREATE TEMP VIEW {name} AS " + sql.format(account=_literal(account_id))
-                )
-            self._conn.execute(f"CREATE TEMP TABLE my_daily {_DAILY_TABLE}")
-        except sqlite3.Error as exc:
-            self._conn.close()
-            raise HealthlogError(f"the journal cannot be read ({type(exc).__name__})") from None
-        self._conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-        self._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_BYTES)
-        self._daily = daily
-        self._stamp: object = None
-        self._conn.set_authorizer(self._authorize)
-        self._conn.set_progress_handler(self._past_deadline, 10_000)
-
-    def _fresh_daily(self) -> None:
-        """``my_daily`` made again where the journal changed (the authorizer set aside
-        for our own statements, the user's query not yet run)."""
-        if self._daily is None or (stamp := self._daily.stamp()) == self._stamp:
-            return
-        rows = list(self._daily.rows())
-        self._conn.set_authorizer(None)
-        try:
-            self._conn.execute("BEGIN")
-            self._conn.execute("DELETE FROM temp.my_daily")
-            self._conn.executemany(
-                f"INSERT INTO temp.my_daily ({_DAILY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            self._conn.execute("COMMIT")
-        finally:
-            self._conn.set_authorizer(self._authorize)
-        self._stamp = stamp
-
-    def _authorize(
-        self, action: int, arg1: str | None, arg2: str | None, db: str | None, view: str | None
-    ) -> int:
-        if action == sqlite3.SQLITE_SELECT:
-            return sqlite3.SQLITE_OK
-        if action == sqlite3.SQLITE_READ:
-            if db == "temp" and arg1 in VIEWS:
-                return sqlite3.SQLITE_OK
-            if db == "main" and view in VIEWS:  # a journal table, read by one of our views
-                return sqlite3.SQLITE_OK
-            if db is None:
-                # a common table expression reading itself (or another): no table of
-                # any database. SQLite names no database for a read of no column of a
-                # table either (``SELECT count(*) FROM point_rows``): a name of the
-                # journal's is never a CTE's here, so that read is denied
-                named = (arg1 or "").lower()
-                return sqlite3.SQLITE_DENY if named in self._journal_tables else sqlite3.SQLITE_OK
-            if db == "main" and arg1 in _COLUMNLESS and not arg2:
-                # SQLite names no view for a join of my_points whose columns the query
-                # does not use: a read of no column, no value
-                return sqlite3.SQLITE_OK
-            return sqlite3.SQLITE_DENY
-        if action == sqlite3.SQLITE_FUNCTION:
-            return (
-                sqlite3.SQLITE_DENY
-                if (arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS
-                else sqlite3.SQLITE_OK
-            )
-        if action == sqlite3.SQLITE_RECURSIVE:
-            return sqlite3.SQLITE_OK
-        return sqlite3.SQLITE_DENY
-
-    def _past_deadline(self) -> int:
-        return 1 if time.monotonic() > self._deadline else 0
-
-    def run(self, sql: str, *, limit: int, timeout_s: float) -> Answer:
-        check(sql, "sqlite")
-        with self._lock:
-            self._fresh_daily()
-            self._deadline = time.monotonic() + timeout_s
-            # the progress handler is checked between opcodes; a timer interrupts one
-            # that runs long all the same (sqlite3_interrupt is safe from any thread)
-            alarm = threading.Timer(timeout_s, self._conn.interrupt)
-            alarm.daemon = True
-            alarm.start()
-            try:
-                cursor = self._conn.execute(sql)
-                try:
-                    fetched = cursor.fetchmany(limit + 1)
-                finally:
-                    cursor.close()
-            except sqlite3.OperationalError as exc:
-                if "interrupted" in str(exc):
-                    raise Refused(_timeout(timeout_s)) from None
-                raise Refused(f"SQLite refused the query: {_first_line(exc)}") from None
-            except sqlite3.DataError as exc:  # a value past VALUE_BYTES
-                raise Refused(
-                    f"SQLite refused the query: {_first_line(exc)} (a value may be at most "
-                    f"{VALUE_BYTES // (1024 * 1024)} MB)"
-                ) from None
-            except sqlite3.Error as exc:
-                raise Refused(f"SQLite refused the query: {_first_line(exc)}") from None
-            finally:
-                alarm.cancel()
-            columns = [d[0] for d in cursor.description or ()]
-        return _answer(columns, fetched, limit)
-
-    def close(self) -> None:
-        self._conn.close()
-
-
-class PostgresGuard:
-    """The SQL tool on a PostgreSQL journal: a session of the account's reader role.
-
-    Privilege, not only parsing: the journal's connection makes (idempotently) a schema
-    and a login role of the account's own (``reader_name``), the views in that schema
-    (``security_barrier``, each bound to the account by a literal), grants the role
-    ``SELECT`` on those views alone and gives it a new random password; the tool's
-    session then logs in *as that role*. Its session user is the reader, so no function
-    that runs text (``ts_stat``, ``query_to_xml``), no attribute notation (``x.fn``),
-    no ``set_config('role', ...)`` reaches a base table or another account's rows:
-    PostgreSQL refuses them for want of a grant. The role's transactions are read-only,
-    with a statement timeout; after each query its advisory locks are released and any
-    large object it made is removed. The journal's role needs ``CREATEROLE`` (the
-    database's owner or a superuser has it); without it the tool says so and runs
-    nothing.
-    """
-
-    dialect: Dialect = "postgres"
-
-    def __init__(
-        self, url: str, account_id: str, expect_version: int, daily: Daily | None = None
-    ) -> None:
-        import psycopg
-
-        self._psycopg = psycopg
-        self._lock = threading.Lock()
-        self._url, self._daily, self._stamp = url, daily, cast(object, None)
-        name = reader_name(account_id)
-        self._schema = name
-        password = secrets.token_urlsafe(32)
-        try:
-            with psycopg.connect(url, connect_timeout=10, autocommit=True) as owner:
-                _check_version(owner.execute, expect_version)
-                _make_reader(owner, name, password, account_id)
-        except psycopg.errors.InsufficientPrivilege:
-            raise HealthlogError(
-                "the SQL tool needs its own PostgreSQL role, and the journal's role may not "
-                "create one: grant it CREATEROLE (ALTER ROLE ... CREATEROLE), or use the "
-                "other tools"
-            ) from None
-        except psycopg.Error as exc:
-            raise HealthlogError(f"the journal cannot be read ({type(exc).__name__})") from None
-        params = psycopg.conninfo.conninfo_to_dict(url)
-        params.update(user=name, password=password, connect_timeout=10)
-        try:
-            self._conn = psycopg.connect(**params, autocommit=False)  # type: ignore[arg-type]
-        except psycopg.Error as exc:
-            raise HealthlogError(
-                f"the SQL tool's role cannot sign in to the journal ({type(exc).__name__}): "
-                "allow it in pg_hba.conf like the journal's own role"
-            ) from None
-
-    def run(self, sql: str, *, limit: int, timeout_s: float) -> Answer:
-        check(sql, "postgres")
-        psycopg = self._psycopg
-        with self._lock:
-            self._fresh_daily()
-            try:
-                with self._conn.transaction():
-                    self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    ms = max(1, int(timeout_s * 1000))
-                    self._conn.execute(f"SET LOCAL statement_timeout = {ms}")
-                    with self._conn.cursor(name="hl_sql_tool") as cursor:
-                        cursor.execute(sql.encode())
-                        fetched = cursor.fetchmany(limit + 1)
-                        columns = [d.name for d in cursor.description or ()]
-            except psycopg.errors.QueryCanceled:
-                raise Refused(_timeout(timeout_s)) from None
-            except psycopg.Error as exc:
-                what = f"{type(exc).__name__}, SQLSTATE {exc.sqlstate or '-'}"
-                detail = exc.diag.message_primary or ""
-                raise Refused(f"PostgreSQL refused the query ({what}): {detail[:200]}") from None
-            finally:
-                self._tidy()
-        return _answer(columns, fetched, limit)
-
-    def _fresh_daily(self) -> None:
-        """``my_daily`` made again, by the journal's role, where the journal changed."""
-        if self._daily is None or (stamp := self._daily.stamp()) == self._stamp:
-            return
-        from psycopg import sql as pgsql
-
-        rows = list(self._daily.rows())
-        table = pgsql.Identifier(self._schema, "my_daily")
-        try:
-            with self._psycopg.connect(self._url, connect_timeout=10) as owner:
-                owner.execute(pgsql.SQL("DELETE FROM {}").format(table))
-                with owner.cursor() as cursor:
-                    cursor.executemany(
-                        pgsql.SQL(
-                            "INSERT INTO {} (" + _DAILY_COLUMNS + ") VALUES "
-                            "(%s, %s, %s, %s, %s, %s, %s)"
-                        ).format(table),
-                        rows,
-                    )
-        except self._psycopg.Error as exc:
-            raise Refused(f"my_daily could not be made ({type(exc).__name__})") from None
-        self._stamp = stamp
-
-    def _tidy(self) -> None:
-        """What a query may leave behind in the role's session: its advisory locks (the
-        fold's among them) and large objects; none outlives the query."""
-        try:
-            with self._conn.transaction():
-                self._conn.execute("SET TRANSACTION READ WRITE")
-                self._conn.execute("SELECT pg_advisory_unlock_all()")
-                self._conn.execute(
-                    "SELECT lo_unlink(oid) FROM pg_largeobject_metadata "
-                    "WHERE lomowner = current_user::regrole"
-                )
-        except self._psycopg.Error:
-            self._conn.close()  # a session that cannot be tidied is not used again
-            raise Refused("the SQL tool's session ended; start the MCP server again") from None
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 def reader_name(account_id: str) -> str:
@@ -710,69 +426,21 @@ def reader_name(account_id: str) -> str:
     return "healthlog_sql_" + hashlib.sha256(account_id.encode()).hexdigest()[:20]
 
 
-def _make_reader(owner: Any, name: str, password: str, account_id: str) -> None:
-    """The reader role, its schema and views, as the journal's role (autocommit)."""
-    import psycopg
-    from psycopg import sql as pgsql
-
-    role = pgsql.Identifier(name)
-    account = pgsql.Literal(account_id).as_string(owner)
-    if owner.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone() is None:
-        with contextlib.suppress(psycopg.errors.DuplicateObject):  # made meanwhile
-            owner.execute(pgsql.SQL("CREATE ROLE {} NOINHERIT").format(role))
-    owner.execute(
-        pgsql.SQL(
-            "ALTER ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION "
-            "NOBYPASSRLS CONNECTION LIMIT 16 PASSWORD {}"
-        ).format(role, pgsql.Literal(password))
-    )
-    for setting in (
-        "default_transaction_read_only = on",
-        "statement_timeout = '60s'",
-        "idle_in_transaction_session_timeout = '60s'",
-        "search_path = {schema}, pg_catalog",
-        "TimeZone = 'UTC'",
-    ):
-        owner.execute(
-            pgsql.SQL("ALTER ROLE {} SET " + setting.replace("{schema}", "{}")).format(
-                role, *([role] if "{schema}" in setting else [])
-            )
-        )
-    with owner.transaction():
-        owner.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(role))
-        owner.execute(pgsql.SQL("REVOKE ALL ON SCHEMA {} FROM PUBLIC").format(role))
-        for view, text in _POSTGRES.items():
-            body = text.format(account=account)
-            owner.execute(
-                pgsql.SQL("CREATE OR REPLACE VIEW {}.{} WITH (security_barrier) AS ")
-                .format(role, pgsql.Identifier(view))
-                .as_string(owner)
-                .encode()
-                + body.encode()
-            )
-        owner.execute(
-            pgsql.SQL("CREATE TABLE IF NOT EXISTS {}.my_daily " + _DAILY_TABLE).format(role)
-        )
-        owner.execute(pgsql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(role, role))
-        owner.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(role, role))
+def literal(text: str) -> str:
+    """``text`` as a quoted SQL literal: the account id a view is bound by (views take
+    no parameters); the id is the journal's own, a UUID."""
+    return "'" + text.replace("'", "''") + "'"
 
 
-def _check_version(execute: Callable[[str], Any], expect: int) -> None:
-    found = execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
-    if found != expect:
-        raise HealthlogError(
-            f"the journal's schema is at version {found}, this healthlog reads {expect}: "
-            "run any other healthlog command once (it migrates), then start again"
-        )
-
-
-def _timeout(timeout_s: float) -> str:
-    return (
+def timed_out(timeout_s: float) -> Refused:
+    """What a session raises for a query it stopped at ``timeout_s``."""
+    return Refused(
         f"the query ran past the time limit ({timeout_s:g} s) and was stopped: narrow it "
         "(a range of start, one metric, an aggregate instead of rows)"
     )
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
+    """The first line of a database's message (at most 200 characters), for a refusal."""
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:200]

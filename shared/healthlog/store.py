@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -27,7 +26,7 @@ from healthlog import urls
 from healthlog.archive.port import Archive
 from healthlog.config import DEFAULT_JOURNAL_URL, Settings
 from healthlog.errors import HealthlogError
-from healthlog.journal.port import Journal
+from healthlog.journal.port import Journal, ShowcaseReads
 
 Mode = Literal["read", "write", "create"]
 
@@ -59,6 +58,8 @@ def where(settings: Settings) -> str:
     location = urls.journal_location(settings.journal_url)
     if isinstance(location, urls.SqliteLocation):
         return os.path.abspath(location.path)
+    if isinstance(location, urls.DriverLocation):
+        return f"the {location.backend} database of HEALTHLOG_JOURNAL_URL"
     return "the PostgreSQL database of HEALTHLOG_JOURNAL_URL"
 
 
@@ -68,51 +69,29 @@ def exists(settings: Settings) -> bool:
     return not isinstance(location, urls.SqliteLocation) or os.path.isfile(location.path)
 
 
-def schema_version(settings: Settings) -> int:
+def schema_version(settings: Settings, journal: ShowcaseReads | None = None) -> int:
     """The newest migration applied to the journal; 0 for none (or no journal at all).
 
-    Reads only: a SQLite file is opened read-only, PostgreSQL in a read-only session.
+    Reads only, through the journal's own read-only session
+    (``ShowcaseReads.schema_version``: a SQLite file opened read-only and never made,
+    PostgreSQL in a read-only transaction); ``journal`` if it is open already.
     """
-    location = urls.journal_location(settings.journal_url)
-    query = "SELECT max(version) FROM schema_migrations"
-    if isinstance(location, urls.SqliteLocation):
-        if not os.path.isfile(location.path):
-            return 0
-        uri = f"file:{location.path}?mode=ro"
-        try:
-            with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-                return int(conn.execute(query).fetchone()[0] or 0)
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return 0
-            raise HealthlogError(f"cannot read the journal at {location.path}") from None
-        except sqlite3.DatabaseError:  # SQLITE_NOTADB, SQLITE_CORRUPT: not a journal's file
-            raise HealthlogError(
-                f"the journal at {location.path} is not a SQLite database, or is damaged: "
-                "point HEALTHLOG_JOURNAL_URL at the journal's file"
-            ) from None
-    import psycopg
+    if journal is not None:
+        return journal.schema_version()
+    from healthlog import wiring
 
+    opened = wiring.open_journal(settings)
     try:
-        with psycopg.connect(location.url, autocommit=True) as conn:
-            conn.read_only = True
-            found = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
-            if found is None or found[0] is None:
-                return 0
-            row = conn.execute(query).fetchone()
-            return int(row[0] or 0) if row else 0
-    except psycopg.Error:
-        raise HealthlogError(
-            "cannot reach the PostgreSQL journal (HEALTHLOG_JOURNAL_URL)"
-        ) from None
+        return opened.schema_version()
+    finally:
+        opened.close()
 
 
 def head(settings: Settings) -> int:
     """The schema version this healthlog writes and reads."""
     from healthlog.journal import migrate
 
-    location = urls.journal_location(settings.journal_url)
-    backend = "sqlite" if isinstance(location, urls.SqliteLocation) else "postgres"
+    backend = urls.backend_of(urls.journal_location(settings.journal_url))
     return migrate.head(migrate.load(backend))
 
 
@@ -134,15 +113,16 @@ def no_journal(settings: Settings) -> NoJournal:
     )
 
 
-def check(settings: Settings, mode: Mode) -> None:
-    """NoJournal or SchemaBehind when ``mode`` cannot work on the journal as it is."""
+def check(settings: Settings, mode: Mode, journal: ShowcaseReads | None = None) -> None:
+    """NoJournal or SchemaBehind when ``mode`` cannot work on the journal as it is
+    (``journal``, if it is open already, is the one asked)."""
     if mode == "create":
         return
     if not exists(settings):
         raise no_journal(settings)
     if mode == "write":
         return
-    version = schema_version(settings)
+    version = schema_version(settings, journal)
     if version == 0:
         raise no_journal(settings)
     wanted = head(settings)
@@ -158,10 +138,12 @@ def opened(settings: Settings, mode: Mode, *, archive: bool = False) -> Iterator
     """The journal (and the archive if asked), checked for ``mode``; closed on exit."""
     from healthlog import wiring
 
-    check(settings, mode)
+    if not exists(settings) and mode != "create":
+        raise no_journal(settings)
     journal = wiring.open_journal(settings)
     with contextlib.ExitStack() as stack:
         stack.callback(journal.close)
+        check(settings, mode, journal)
         if mode != "read":
             journal.migrate()
         store = Store(journal, settings)

@@ -2,18 +2,22 @@
 
     sqlite:///relative/path.db, sqlite:////absolute/path.db    SqliteLocation(path)
     postgresql://user:pw@host:5432/db?sslmode=... (postgres://)  PostgresLocation(url)
+    <backend>://...                                            DriverLocation(backend, url)
     file://relative/folder, file:///absolute/folder            FolderLocation(path)
     s3://bucket, s3://bucket/prefix                            S3Location(bucket, prefix)
 
 Reading a URL opens nothing, imports no driver and does not look at the disk or the
-working directory: ``Settings.validate`` reads both URLs (so a malformed one stops a
-command before it starts), and ``healthlog.wiring`` opens the adapter a location names.
-What the adapters themselves refuse (a SQLite path such as ``:memory:``, a PostgreSQL
-server that cannot be reached) they still refuse when opened.
+working directory (another backend's URL is looked up in the package's own files, for
+its driver module and SQL file: docs/database.md, "A new backend"). ``Settings.validate``
+reads both URLs (so a malformed one stops a command before it starts), and
+``healthlog.wiring`` opens the adapter a location names. What the adapters themselves
+refuse (a SQLite path such as ``:memory:``, a PostgreSQL server that cannot be reached)
+they still refuse when opened.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +27,7 @@ _SQLITE = "sqlite:///"
 _POSTGRES = ("postgresql://", "postgres://")
 _FILE = "file://"
 _S3 = "s3://"
+_BACKEND = re.compile(r"[a-z][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,17 @@ class S3Location:
     prefix: str = ""
 
 
-JournalLocation = SqliteLocation | PostgresLocation
+@dataclass(frozen=True)
+class DriverLocation:
+    """A journal of another backend: ``<backend>://...``, where ``healthlog.journal`` has
+    the backend's driver module (``<backend>.py``) and its SQL file (``sql/<backend>.sql``);
+    the URL is the driver's to read (``open_url``), passed on whole."""
+
+    backend: str
+    url: str = field(repr=False)
+
+
+JournalLocation = SqliteLocation | PostgresLocation | DriverLocation
 ArchiveLocation = FolderLocation | S3Location
 
 
@@ -68,7 +83,30 @@ def journal_location(url: str) -> JournalLocation:
         return SqliteLocation(url.removeprefix(_SQLITE))
     if url.startswith(_POSTGRES):
         return PostgresLocation(url)
+    backend, scheme, _ = url.partition("://")
+    if scheme and has_driver(backend):
+        return DriverLocation(backend, url)
     raise ConfigError("the journal URL must start with sqlite:/// or postgresql://")
+
+
+def has_driver(backend: str) -> bool:
+    """Whether ``healthlog.journal`` has a driver module and a SQL file named ``backend``
+    (looked for in the package's files; nothing is imported but the package itself)."""
+    if not _BACKEND.fullmatch(backend):
+        return False
+    from importlib import resources, util
+
+    sql = resources.files("healthlog.journal").joinpath("sql", f"{backend}.sql")
+    return sql.is_file() and util.find_spec(f"healthlog.journal.{backend}") is not None
+
+
+def backend_of(location: JournalLocation) -> str:
+    """The backend a journal location names: its SQL file's and migrations' name."""
+    if isinstance(location, SqliteLocation):
+        return "sqlite"
+    if isinstance(location, PostgresLocation):
+        return "postgres"
+    return location.backend
 
 
 def archive_location(url: str) -> ArchiveLocation:

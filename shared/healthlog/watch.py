@@ -34,7 +34,7 @@ from healthlog import ids, log, urls
 from healthlog.clock import zone_named
 from healthlog.config import Settings
 from healthlog.fold.classify import CRASHED
-from healthlog.journal.port import Journal, StaleToken, Summary, WatchNotice
+from healthlog.journal.port import Journal, ShowcaseReads, StaleToken, Summary, WatchNotice
 from healthlog.model import Account
 from healthlog.terminal import shown
 
@@ -296,7 +296,7 @@ def _usage(folder: Path) -> DiskUsage | None:
     return None
 
 
-def metric_days(journal: Journal, account: Account, now: datetime) -> list[MetricDays]:
+def metric_days(journal: ShowcaseReads, account: Account, now: datetime) -> list[MetricDays]:
     """The account's metrics over the last ``COVERAGE_WINDOW_DAYS``, from the read side's
     coverage (``Reads.coverage``: days on the phone's clock, ``find_gaps``' daily rule)."""
     from healthlog.reads import Reads
@@ -311,7 +311,7 @@ def metric_days(journal: Journal, account: Account, now: datetime) -> list[Metri
 
 
 def evaluate(
-    journal: Journal,
+    journal: ShowcaseReads,
     settings: Settings,
     now: datetime | None = None,
     *,

@@ -8,6 +8,7 @@ psycopg or boto3, and a cold start pays only for what it uses
 
 from __future__ import annotations
 
+import importlib
 from typing import assert_never
 
 from healthlog import urls
@@ -38,6 +39,14 @@ def open_journal(settings: Settings) -> Journal:
                 lock_timeout_ms=max(1, settings.busy_timeout_ms),
                 retries=settings.journal_retries,
             )
+        case urls.DriverLocation(backend, url):
+            # another backend: its driver module opens its URL (docs/database.md,
+            # "A new backend")
+            module = importlib.import_module(f"healthlog.journal.{backend}")
+            journal: Journal = module.open_url(
+                url, busy_timeout_ms=settings.busy_timeout_ms, retries=settings.journal_retries
+            )
+            return journal
         case _:
             assert_never(location)
 

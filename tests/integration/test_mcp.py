@@ -371,12 +371,11 @@ def in_process(db: Path, env: dict[str, str], account: Account) -> Iterator[Any]
     """The real server over ``db``'s journal for ``account``, built in this process (for
     the SDK's in-memory client), its journal and guard closed after the block."""
     from healthlog import mcp_server
-    from healthlog.config import Settings
     from healthlog.reads import Reads
 
     journal = SqliteJournal(str(db))
     r = Reads(journal, account)
-    guard = mcp_server.open_guard(Settings.from_env(env), r)
+    guard = mcp_server.open_guard(r)
     try:
         yield mcp_server.build(r, guard)
     finally:

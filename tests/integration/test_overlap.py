@@ -311,19 +311,11 @@ def test_the_sql_tools_my_daily_counts_as_the_tools_do(
     """The MCP SQL tool's ``my_daily`` gives the days the tools give, overlap counted
     once, and follows a later delivery; ``my_points`` alone sums every source."""
     from healthlog import sql_guard
-    from healthlog.journal import migrate
 
     import_export(phone, tmp_path, EXPORT)
     reads = Reads(phone.journal, phone.account)
     daily = sql_guard.Daily(reads.day_totals, reads.status)
-    guard: sql_guard.Guard
-    if journal_url.startswith("sqlite:///"):
-        head = migrate.head(migrate.load("sqlite"))
-        path = journal_url.removeprefix("sqlite:///")
-        guard = sql_guard.SqliteGuard(path, phone.account.id, head, daily)
-    else:
-        head = migrate.head(migrate.load("postgres"))
-        guard = sql_guard.PostgresGuard(journal_url, phone.account.id, head, daily)
+    guard = phone.journal.guarded_session(phone.account.id, daily)
     steps = (
         "SELECT day, value FROM my_daily WHERE metric = 'step_count' AND field = 'qty' ORDER BY day"
     )

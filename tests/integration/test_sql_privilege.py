@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -21,15 +22,13 @@ from healthlog.archive.local import LocalArchive
 from healthlog.errors import HealthlogError
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
-from healthlog.journal import migrate
-from healthlog.journal.postgres import PostgresJournal
+from healthlog.journal.postgres import PostgresGuard, PostgresJournal
 
 from tests import pg
 from tests.conftest import Phone, metrics_body
 
 pytestmark = pytest.mark.postgres
 
-HEAD = migrate.head(migrate.load("postgres"))
 SECRET_SOURCE = "Bob’s Secret Phone"
 
 
@@ -65,14 +64,25 @@ def two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Two]:
         yield Two(url, ids[0], ids[1])
 
 
+def open_guard(url: str, account_id: str) -> PostgresGuard:
+    """The SQL tool's session over the account's views, as the journal opens it."""
+    journal = PostgresJournal(url)
+    try:
+        opened = journal.guarded_session(account_id)
+    finally:
+        journal.close()  # the session is a connection of its own
+    assert isinstance(opened, PostgresGuard)
+    return opened
+
+
 @pytest.fixture
-def guard(two: Two) -> Iterator[sql_guard.PostgresGuard]:
-    opened = sql_guard.PostgresGuard(two.url, two.alice_id, HEAD)
+def guard(two: Two) -> Iterator[PostgresGuard]:
+    opened = open_guard(two.url, two.alice_id)
     yield opened
     opened.close()
 
 
-def raw(guard: sql_guard.PostgresGuard, sql: str) -> object:
+def raw(guard: PostgresGuard, sql: str) -> object:
     """``sql`` on the tool's own session, the parser skipped: the role alone decides."""
     conn = guard._conn  # the adapter's real session, as the tool runs its queries
     try:
@@ -103,7 +113,7 @@ ATTACKS = [
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
-def test_the_tool_refuses_each_attack(guard: sql_guard.PostgresGuard, attack: str) -> None:
+def test_the_tool_refuses_each_attack(guard: PostgresGuard, attack: str) -> None:
     with pytest.raises(sql_guard.Refused) as refused:
         guard.run(attack, limit=10, timeout_s=2)
     assert SECRET_SOURCE not in str(refused.value) and "alice" not in str(refused.value)
@@ -130,15 +140,13 @@ BY_PRIVILEGE = [
 
 @pytest.mark.parametrize("attack", BY_PRIVILEGE)
 def test_the_reader_role_alone_refuses_what_the_parser_would(
-    guard: sql_guard.PostgresGuard, attack: str
+    guard: PostgresGuard, attack: str
 ) -> None:
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         raw(guard, attack)
 
 
-def test_another_accounts_rows_never_show_through_any_view(
-    guard: sql_guard.PostgresGuard, two: Two
-) -> None:
+def test_another_accounts_rows_never_show_through_any_view(guard: PostgresGuard, two: Two) -> None:
     for view in sql_guard.VIEWS:
         rows = raw(guard, f"SELECT * FROM {view}")
         assert SECRET_SOURCE not in repr(rows), view
@@ -151,7 +159,7 @@ def test_another_accounts_rows_never_show_through_any_view(
 
 
 def test_a_lock_or_large_object_made_by_a_query_does_not_outlive_it(
-    guard: sql_guard.PostgresGuard, two: Two
+    guard: PostgresGuard, two: Two
 ) -> None:
     raw(guard, "SELECT pg_advisory_lock(424242), lo_create(0)")
     with psycopg.connect(two.url) as other:
@@ -171,9 +179,11 @@ def test_a_journal_role_that_may_not_create_roles_is_told_what_to_grant(two: Two
         owner.execute("CREATE ROLE hl_weak LOGIN")
         owner.execute("GRANT SELECT ON schema_migrations TO hl_weak")
     try:
-        weak = psycopg.conninfo.make_conninfo(two.url, user="hl_weak")
+        # the journal's URL signed in as hl_weak (the journal takes a URL only)
+        parts = urlsplit(two.url)
+        weak = urlunsplit(parts._replace(netloc=f"hl_weak@{parts.netloc.rpartition('@')[2]}"))
         with pytest.raises(HealthlogError, match="CREATEROLE"):
-            sql_guard.PostgresGuard(weak, two.alice_id, HEAD)
+            open_guard(weak, two.alice_id)
     finally:
         with psycopg.connect(two.url, autocommit=True) as owner:
             owner.execute("REVOKE ALL ON schema_migrations FROM hl_weak")

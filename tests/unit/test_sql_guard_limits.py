@@ -8,22 +8,23 @@ progress handler's checks.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from healthlog import sql_guard, tokens
-from healthlog.journal import migrate
 from healthlog.journal.sqlite import SqliteJournal
 
 
 @pytest.fixture
-def guard(tmp_path: Path) -> sql_guard.SqliteGuard:
+def guard(tmp_path: Path) -> Iterator[sql_guard.Guard]:
     journal = SqliteJournal(str(tmp_path / "journal.db"))
     journal.migrate()
     account = journal.add_account("alice", tokens.hash_token(tokens.new_token()))
+    opened = journal.guarded_session(account.id)
     journal.close()
-    head = migrate.head(migrate.load("sqlite"))
-    return sql_guard.SqliteGuard(str(tmp_path / "journal.db"), account.id, head)
+    yield opened
+    opened.close()
 
 
 @pytest.mark.parametrize(
@@ -34,7 +35,7 @@ def guard(tmp_path: Path) -> sql_guard.SqliteGuard:
         "SELECT length(replace(hex(zeroblob(8000000)), '0', '00'))",
     ],
 )
-def test_a_value_past_the_cap_is_refused(guard: sql_guard.SqliteGuard, query: str) -> None:
+def test_a_value_past_the_cap_is_refused(guard: sql_guard.Guard, query: str) -> None:
     with pytest.raises(sql_guard.Refused) as refused:
         guard.run(query, limit=5, timeout_s=5)
     said = str(refused.value)
@@ -52,7 +53,7 @@ def test_a_value_past_the_cap_is_refused(guard: sql_guard.SqliteGuard, query: st
     ],
 )
 def test_a_printf_that_pads_past_the_cap_is_refused_before_it_runs(
-    guard: sql_guard.SqliteGuard, query: str
+    guard: sql_guard.Guard, query: str
 ) -> None:
     with pytest.raises(sql_guard.Refused, match="printf/format"):
         guard.run(query, limit=5, timeout_s=5)
@@ -61,11 +62,11 @@ def test_a_printf_that_pads_past_the_cap_is_refused_before_it_runs(
     ]
 
 
-def test_a_value_under_the_cap_is_read(guard: sql_guard.SqliteGuard) -> None:
+def test_a_value_under_the_cap_is_read(guard: sql_guard.Guard) -> None:
     assert guard.run("SELECT length(randomblob(1000000))", limit=5, timeout_s=5).rows == [[1000000]]
 
 
-def test_heavy_opcodes_are_stopped_at_the_time_limit(guard: sql_guard.SqliteGuard) -> None:
+def test_heavy_opcodes_are_stopped_at_the_time_limit(guard: sql_guard.Guard) -> None:
     endless = (
         "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) "
         "SELECT count(length(hex(zeroblob(5000000)))) FROM c"

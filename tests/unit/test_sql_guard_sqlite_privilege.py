@@ -2,10 +2,11 @@
 
 The rule of tests/integration/test_sql_privilege.py (PostgreSQL's reader role), proved
 for SQLite: a real journal file with alice's and bob's data, every attack tried twice,
-through the tool (``SqliteGuard.run``: the parser refuses it first) and as raw SQL on
-the tool's own connection with the parser skipped, where the connection's authorizer
-(``SqliteGuard._authorize``: read only the account's views and the tables they read,
-no write, no PRAGMA, no ATTACH, no extension) and its limits must refuse it all the same.
+through the tool (``SqliteGuard.run``, the journal's guarded session: the parser
+refuses it first) and as raw SQL on the tool's own connection with the parser skipped,
+where the connection's authorizer (``SqliteGuard._authorize``: read only the account's
+views and the tables they read, no write, no PRAGMA, no ATTACH, no extension) and its
+limits must refuse it all the same.
 Another account's rows never show through any view.
 """
 
@@ -22,12 +23,10 @@ from healthlog import sql_guard, tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
-from healthlog.journal import migrate
-from healthlog.journal.sqlite import SqliteJournal
+from healthlog.journal.sqlite import SqliteGuard, SqliteJournal
 
 from tests.conftest import Phone, metrics_body
 
-HEAD = migrate.head(migrate.load("sqlite"))
 SECRET_SOURCE = "Bob’s Secret Phone"
 
 
@@ -62,14 +61,25 @@ def two(tmp_path_factory: pytest.TempPathFactory) -> Two:
     return Two(where / "journal.db", ids[0], ids[1])
 
 
+def open_guard(two: Two) -> SqliteGuard:
+    """The SQL tool's session over alice's views, as the journal opens it."""
+    journal = SqliteJournal(str(two.path))
+    try:
+        opened = journal.guarded_session(two.alice_id)
+    finally:
+        journal.close()  # the session is a connection of its own
+    assert isinstance(opened, SqliteGuard)
+    return opened
+
+
 @pytest.fixture
-def guard(two: Two) -> Iterator[sql_guard.SqliteGuard]:
-    opened = sql_guard.SqliteGuard(str(two.path), two.alice_id, HEAD)
+def guard(two: Two) -> Iterator[SqliteGuard]:
+    opened = open_guard(two)
     yield opened
     opened.close()
 
 
-def raw(guard: sql_guard.SqliteGuard, sql: str) -> list[tuple[object, ...]]:
+def raw(guard: SqliteGuard, sql: str) -> list[tuple[object, ...]]:
     """``sql`` on the tool's own connection, the parser skipped: the authorizer decides."""
     rows: list[tuple[object, ...]] = guard._conn.execute(sql).fetchall()
     return rows
@@ -110,7 +120,7 @@ ATTACKS = [
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
-def test_the_tool_refuses_each_attack(guard: sql_guard.SqliteGuard, attack: str) -> None:
+def test_the_tool_refuses_each_attack(guard: SqliteGuard, attack: str) -> None:
     with pytest.raises(sql_guard.Refused) as refused:
         guard.run(attack, limit=10, timeout_s=2)
     assert SECRET_SOURCE not in str(refused.value) and "alice" not in str(refused.value)
@@ -122,23 +132,21 @@ BY_AUTHORIZER = [a for a in ATTACKS if not a.startswith("SELECT load_extension")
 
 @pytest.mark.parametrize("attack", BY_AUTHORIZER)
 def test_the_authorizer_alone_refuses_what_the_parser_would(
-    guard: sql_guard.SqliteGuard, attack: str
+    guard: SqliteGuard, attack: str
 ) -> None:
     with pytest.raises(sqlite3.DatabaseError):
         raw(guard, attack)
 
 
 def test_an_extension_cannot_be_loaded_even_with_the_parser_skipped(
-    guard: sql_guard.SqliteGuard,
+    guard: SqliteGuard,
 ) -> None:
     # the authorizer denies the function by name; the connection never enabled loading
     with pytest.raises(sqlite3.DatabaseError):
         raw(guard, "SELECT load_extension('/tmp/evil')")
 
 
-def test_another_accounts_rows_never_show_through_any_view(
-    guard: sql_guard.SqliteGuard, two: Two
-) -> None:
+def test_another_accounts_rows_never_show_through_any_view(guard: SqliteGuard, two: Two) -> None:
     for view in sql_guard.VIEWS:
         rows = raw(guard, f"SELECT * FROM {view}")
         assert SECRET_SOURCE not in repr(rows), view
@@ -150,7 +158,7 @@ def test_another_accounts_rows_never_show_through_any_view(
 def test_the_connection_is_read_only_whatever_the_authorizer_says(two: Two) -> None:
     """Below the authorizer, the file is opened read-only (``mode=ro``) and no other
     database can be attached (``SQLITE_LIMIT_ATTACHED`` 0)."""
-    guard = sql_guard.SqliteGuard(str(two.path), two.alice_id, HEAD)
+    guard = open_guard(two)
     try:
         guard._conn.set_authorizer(None)  # the authorizer set aside, as for my_daily
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
@@ -159,3 +167,24 @@ def test_the_connection_is_read_only_whatever_the_authorizer_says(two: Two) -> N
             guard._conn.execute(f"ATTACH DATABASE '{two.path}' AS again")
     finally:
         guard.close()
+
+
+#: a query's CTE that takes the name of one of the views, to read a journal table as if
+#: the view did: the authorizer names the inner-most view (or CTE) that reads a table
+NAMED_AS_A_VIEW = [
+    "WITH my_points AS (SELECT token_hash FROM accounts) SELECT * FROM my_points",
+    "WITH my_records AS (SELECT * FROM main.accounts) SELECT * FROM my_records",
+    "WITH my_deliveries AS (SELECT headers FROM deliveries) SELECT * FROM my_deliveries",
+    "WITH my_point_days AS (SELECT * FROM point_days) SELECT * FROM my_point_days",
+    "WITH my_points AS (SELECT source FROM series) SELECT * FROM my_points",
+]
+
+
+@pytest.mark.parametrize("attack", NAMED_AS_A_VIEW)
+def test_a_cte_named_as_a_view_reads_nothing_of_the_journal_even_below_the_parser(
+    guard: SqliteGuard, attack: str
+) -> None:
+    with pytest.raises(sql_guard.Refused):
+        guard.run(attack, limit=10, timeout_s=2)
+    with pytest.raises(sqlite3.DatabaseError, match=r"prohibited|not authorized"):
+        raw(guard, attack)

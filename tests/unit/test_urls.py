@@ -7,21 +7,25 @@ then through ``Settings`` (a bad URL stops a command at start, naming the variab
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import pytest
-from healthlog import wiring
+from healthlog import urls, wiring
 from healthlog.archive.local import LocalArchive
 from healthlog.archive.s3 import S3Archive
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.urls import (
+    DriverLocation,
     FolderLocation,
     PostgresLocation,
     S3Location,
     SqliteLocation,
     archive_location,
+    has_driver,
     journal_location,
 )
 
@@ -74,6 +78,43 @@ def test_wiring_opens_the_sqlite_journal_with_the_settings(tmp_path: Path) -> No
     journal = wiring.open_journal(settings)
     assert isinstance(journal, SqliteJournal)
     assert journal.path == f"{tmp_path}/j.db"
+    journal.close()
+
+
+@pytest.mark.parametrize(
+    ("backend", "found"),
+    [("sqlite", True), ("postgres", True), ("mysql", False), ("", False), ("../sql", False)],
+)
+def test_a_backend_has_a_driver_when_the_package_has_its_module_and_sql_file(
+    backend: str, found: bool
+) -> None:
+    assert has_driver(backend) is found
+
+
+def test_a_third_backend_is_opened_by_its_driver_modules_open_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/database.md, "A new backend": a URL ``<backend>://`` whose driver module and
+    SQL file the package has is passed whole to the module's ``open_url``. The third
+    backend here is a module of this test (the package has none), opening SQLite."""
+    calls: list[tuple[str, int, int]] = []
+
+    def open_url(url: str, *, busy_timeout_ms: int, retries: int) -> SqliteJournal:
+        calls.append((url, busy_timeout_ms, retries))
+        return SqliteJournal(url.removeprefix("demo://"), busy_timeout_ms=busy_timeout_ms)
+
+    demo = types.ModuleType("healthlog.journal.demo")
+    demo.open_url = open_url  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "healthlog.journal.demo", demo)
+    monkeypatch.setattr(urls, "has_driver", lambda backend: backend == "demo")
+    url = f"demo://{tmp_path}/j.db?secret=1"
+
+    location = journal_location(url)
+    journal = wiring.open_journal(Settings(journal_url=url, busy_timeout_ms=10, journal_retries=2))
+
+    assert location == DriverLocation("demo", url) and "secret" not in repr(location)
+    assert urls.backend_of(location) == "demo"
+    assert calls == [(url, 10, 2)] and isinstance(journal, SqliteJournal)
     journal.close()
 
 

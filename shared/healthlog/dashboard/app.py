@@ -47,7 +47,7 @@ from healthlog import display, heavy, log, overlap, reads, tokens
 from healthlog.archive.port import Archive
 from healthlog.config import Settings
 from healthlog.errors import PLOTLY_MISSING, needs_extra, plotly_missing
-from healthlog.journal.port import Journal
+from healthlog.journal.port import ShowcaseReads
 from healthlog.model import Account
 
 logger = logging.getLogger("healthlog.dashboard")
@@ -228,7 +228,7 @@ def from_another_site() -> bool:
 
 
 def create_app(
-    journal: Journal, archive: Archive, options: DashboardOptions | None = None
+    journal: ShowcaseReads, archive: Archive, options: DashboardOptions | None = None
 ) -> Flask:
     """The dashboard over ``journal`` (migrated) and ``archive``."""
     options = options or DashboardOptions()

@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 
 from healthlog import ids, watch
 from healthlog.config import Settings
-from healthlog.journal.port import Journal
+from healthlog.journal.port import ShowcaseReads
 from healthlog.model import Account
 
 #: what a scrape is answered with
@@ -40,7 +40,7 @@ class JournalCollector(Collector):
 
     def __init__(
         self,
-        journal: Journal,
+        journal: ShowcaseReads,
         accounts: Callable[[], Sequence[Account]],
         *,
         whole: bool,

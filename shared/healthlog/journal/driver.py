@@ -14,6 +14,9 @@ really differs between databases:
 * the journal-wide fold lock;
 * running a migration script;
 * the showcase's bulk write (SQLite upserts row by row, PostgreSQL copies);
+* the MCP SQL tool's guarded session (``guarded_session``: read-only, its views the
+  dialect's ``guarded_*`` statements, the policy ``healthlog.sql_guard``'s) and the
+  schema's version read without writing (``schema_version``);
 * the write bound (``write_bound``): a write transaction begun under one ends by its
   moment, or is interrupted there and rolled back whole (``WriteInterrupted``); a wait
   for another writer's lock that ran into it is a busy journal (``JournalBusy``).
@@ -33,6 +36,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 from healthlog.errors import HealthlogError, JournalBusy, WriteInterrupted
 from healthlog.journal.statements import Statements
 from healthlog.model import Point, Record
+from healthlog.sql_guard import Daily, Guard
 
 T = TypeVar("T")
 
@@ -179,5 +183,14 @@ class Driver(Protocol):
         delivery wins); each series a record carries replaces the stored series wholly
         unless a newer layer holds it; a series it does not carry is left as stored.
         """
+
+    def schema_version(self) -> int:
+        """The newest migration applied (0 for none), read without writing anything: a
+        SQLite file that is not there is not made."""
+
+    def guarded_session(self, account_id: str, daily: Daily | None) -> Guard:
+        """The MCP SQL tool's session over ``account_id``'s views (``healthlog.sql_guard``
+        says what it allows): one of its own, that cannot write, whose views are the
+        dialect's ``guarded_*`` statements; ``my_daily`` from ``daily``."""
 
     def close(self) -> None: ...

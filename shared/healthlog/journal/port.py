@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from healthlog.clock import At
 from healthlog.model import (
@@ -29,6 +29,7 @@ from healthlog.model import (
     Record,
     Step,
 )
+from healthlog.sql_guard import Daily, Guard
 
 ZERO_CURSOR = Cursor(datetime.fromisoformat("0001-01-01T00:00:00+00:00"), "")
 
@@ -167,13 +168,23 @@ class WatchNotice(NamedTuple):
     state: str = "told"
 
 
-class Journal(Protocol):
-    def migrate(self) -> None:
-        """Apply the numbered migrations not applied yet."""
+class AccountReads(Protocol):
+    """The accounts, looked up: what a reader needs to know whose data it reads."""
 
-    def close(self) -> None: ...
+    def account_by_token_hash(self, token_hash: str) -> Account | None: ...
 
-    # --- accounts -------------------------------------------------------------------
+    def get_account(self, account_id: str) -> Account | None: ...
+
+    def accounts(self) -> list[Account]: ...
+
+    def stale_tokens(self, account_id: str) -> list[StaleToken]:
+        """The account's retired tokens that requests still came with, latest first."""
+
+
+class Accounts(AccountReads, Protocol):
+    """The accounts and their tokens, written: ``healthlog account``, ingest's token
+    check, the watch's stale tokens."""
+
     def add_account(
         self,
         name: str,
@@ -199,19 +210,21 @@ class Journal(Protocol):
     def token_hash(self, account_id: str) -> str | None:
         """The account's stored token hash (None if there is no such account)."""
 
-    def account_by_token_hash(self, token_hash: str) -> Account | None: ...
-
-    def get_account(self, account_id: str) -> Account | None: ...
-
-    def accounts(self) -> list[Account]: ...
-
     def set_time_zone(self, account_id: str, time_zone: str) -> None:
         """Set the IANA zone for the account's offset-less times (CSV deliveries).
 
         Raises HealthlogError if there is no such account. The caller validates the name.
         """
 
-    # --- ingest ---------------------------------------------------------------------
+    def note_refused_token(self, token_hash: str, at: datetime) -> bool:
+        """Count a request refused for ``token_hash`` if it is a retired token of an
+        account (``set_token_hash`` keeps the one it replaces); False for any other,
+        found by a read alone (a stranger's tries take no write lock)."""
+
+
+class Queue(Protocol):
+    """The deliveries as the fold's queue: in (ingest, reconcile), claimed, folded."""
+
     def insert_delivery(self, new: NewDelivery) -> bool:
         """Journal a delivery as ``pending``, retrying on a busy database.
 
@@ -219,7 +232,6 @@ class Journal(Protocol):
         reconcile and a retried insert are harmless.
         """
 
-    # --- the queue ------------------------------------------------------------------
     def fold_lock(self, wait_s: float = 0.0) -> AbstractContextManager[bool]:
         """The journal-wide fold lock: one pass (or replay) at a time, in any process.
 
@@ -313,27 +325,9 @@ class Journal(Protocol):
         the first ``seq`` no own row of its key holds, in the first list.
         """
 
-    # --- reading --------------------------------------------------------------------
-    def deliveries(
-        self,
-        *,
-        status: ParseStatus | None = None,
-        uncovered_key: str | None = None,
-        account_id: str | None = None,
-        limit: int | None = None,
-        newest_first: bool = False,
-    ) -> list[Delivery]: ...
 
-    def summary(self, account_id: str | None = None) -> Summary: ...
-
-    # --- the watch's notices (docs/operations.md, "The watch") ---------------------------
-    def note_refused_token(self, token_hash: str, at: datetime) -> bool:
-        """Count a request refused for ``token_hash`` if it is a retired token of an
-        account (``set_token_hash`` keeps the one it replaces); False for any other,
-        found by a read alone (a stranger's tries take no write lock)."""
-
-    def stale_tokens(self, account_id: str) -> list[StaleToken]:
-        """The account's retired tokens that requests still came with, latest first."""
+class Watch(Protocol):
+    """The watch's notices (docs/operations.md, "The watch")."""
 
     def watch_notices(self) -> list[WatchNotice]:
         """Every notice told and not ended, by target and rule key."""
@@ -350,7 +344,10 @@ class Journal(Protocol):
     def delete_watch_notice(self, target: str, rule_key: str) -> bool:
         """End a notice; False if there was none (another evaluator ended it first)."""
 
-    # --- retention (docs/operations.md, "Retention") -----------------------------------
+
+class Retention(Protocol):
+    """Retention's marks on the archived bodies (docs/operations.md, "Retention")."""
+
     def retention_due(self, before: datetime, after: Cursor, limit: int) -> list[BodyRef]:
         """Up to ``limit`` bodies retention may remove, strictly after ``after``, in
         (received_at, id) order: ``parsed`` deliveries received before ``before`` whose
@@ -377,6 +374,37 @@ class Journal(Protocol):
 
     def count_removed_bodies(self, account_id: str | None = None) -> int:
         """How many deliveries' bodies are marked removed."""
+
+
+class ShowcaseReads(AccountReads, Protocol):
+    """What the read side may do: read the showcase, the deliveries and the accounts,
+    and open the SQL tool's guarded session. No method of it writes, so a caller
+    given this type (``healthlog.reads``, the MCP server) cannot reach a write."""
+
+    def close(self) -> None: ...
+
+    def schema_version(self) -> int:
+        """The newest migration applied (0 for none), read without writing anything."""
+
+    def guarded_session(self, account_id: str, daily: Daily | None = None) -> Guard:
+        """The MCP SQL tool's session over the account's views, one of its own that
+        cannot write (``healthlog.sql_guard`` says what it allows; the views are the
+        dialect's ``guarded_*`` statements). The journal's schema must be this
+        healthlog's: an older or newer one is a HealthlogError that says what to do."""
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None: ...
+
+    def deliveries(
+        self,
+        *,
+        status: ParseStatus | None = None,
+        uncovered_key: str | None = None,
+        account_id: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Delivery]: ...
+
+    def summary(self, account_id: str | None = None) -> Summary: ...
 
     def export_points(
         self,
@@ -413,8 +441,6 @@ class Journal(Protocol):
         Items come ordered by (series, seq). ``start_from``/``start_to`` as for points.
         Without items (``with_items=False``) a listing reads the records' rows alone.
         """
-
-    # --- the read side: summaries computed in the database ----------------------------
 
     def catalog(self, account_id: str) -> list[CatalogEntry]:
         """Per (metric, field, unit, source) of the account: points, first and last start.
@@ -499,3 +525,57 @@ class Journal(Protocol):
         Points, then records, their series' layers and their items; a showcase without
         records hashes as it did before records existed.
         """
+
+
+class Journal(Accounts, Queue, Watch, Retention, ShowcaseReads, Protocol):
+    """The whole port: every part above, and the schema's migrations."""
+
+    def migrate(self) -> None:
+        """Apply the numbered migrations not applied yet."""
+
+
+#: the port's methods that write (or hold a lock), none of them on ``ShowcaseReads``
+WRITES = (
+    "migrate",
+    "add_account",
+    "set_token_hash",
+    "set_time_zone",
+    "note_refused_token",
+    "insert_delivery",
+    "fold_lock",
+    "begin_attempt",
+    "release_attempt",
+    "write_outcome",
+    "write_step",
+    "add_watch_notice",
+    "move_watch_notice",
+    "delete_watch_notice",
+    "mark_bodies_removed",
+    "confirm_bodies_deleted",
+)
+
+if TYPE_CHECKING:
+
+    def _reads_cannot_write(reads: ShowcaseReads, journal: Journal) -> None:
+        """mypy proves here that a caller given ``ShowcaseReads`` cannot reach a write
+        (``WRITES``): each ``reads`` line is an error it is told to ignore, and strict
+        mypy fails on an ignore that is not needed; the ``journal`` lines say the
+        names are the port's."""
+        _ = journal.migrate, reads.migrate  # type: ignore[attr-defined]
+        _ = journal.add_account, reads.add_account  # type: ignore[attr-defined]
+        _ = journal.set_token_hash, reads.set_token_hash  # type: ignore[attr-defined]
+        _ = journal.set_time_zone, reads.set_time_zone  # type: ignore[attr-defined]
+        _ = journal.note_refused_token, reads.note_refused_token  # type: ignore[attr-defined]
+        _ = journal.insert_delivery, reads.insert_delivery  # type: ignore[attr-defined]
+        _ = journal.fold_lock, reads.fold_lock  # type: ignore[attr-defined]
+        _ = journal.begin_attempt, reads.begin_attempt  # type: ignore[attr-defined]
+        _ = journal.release_attempt, reads.release_attempt  # type: ignore[attr-defined]
+        _ = journal.write_outcome, reads.write_outcome  # type: ignore[attr-defined]
+        _ = journal.write_step, reads.write_step  # type: ignore[attr-defined]
+        _ = journal.add_watch_notice, reads.add_watch_notice  # type: ignore[attr-defined]
+        _ = journal.move_watch_notice, reads.move_watch_notice  # type: ignore[attr-defined]
+        _ = journal.delete_watch_notice, reads.delete_watch_notice  # type: ignore[attr-defined]
+        _ = journal.mark_bodies_removed, reads.mark_bodies_removed  # type: ignore[attr-defined]
+        _ = journal.confirm_bodies_deleted, reads.confirm_bodies_deleted  # type: ignore[attr-defined]
+        # nor an account's token hash
+        _ = journal.token_hash, reads.token_hash  # type: ignore[attr-defined]

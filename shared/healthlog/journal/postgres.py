@@ -34,6 +34,9 @@ block: the server drops it when that session ends, also when the holder dies. Ou
 are guarded by the expected status (``UPDATE ... WHERE status = expected``), which locks
 the delivery row, so two writers can never both succeed; docs/architecture.md
 ("Concurrency") says why both exist.
+
+The MCP SQL tool's guarded session (``PostgresGuard``: a session of the account's own
+reader role, under ``healthlog.sql_guard``'s policy) is here too.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import secrets
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar, cast
@@ -48,9 +53,9 @@ from typing import Any, TypeVar, cast
 import psycopg
 from psycopg import errors as pg_errors
 
-from healthlog import errors
+from healthlog import errors, sql_guard
 from healthlog.journal import rows
-from healthlog.journal.core import STATEMENTS, SqlJournal, point_rows, series_keys
+from healthlog.journal.core import GUARDED_STATEMENTS, STATEMENTS, SqlJournal
 from healthlog.journal.driver import (
     Busy,
     Connection,
@@ -62,6 +67,7 @@ from healthlog.journal.driver import (
     translated,
 )
 from healthlog.journal.postgres_pool import Conn, Pool
+from healthlog.journal.showcase_writes import point_rows, series_keys
 from healthlog.journal.statements import Statements
 from healthlog.model import Point, Record
 
@@ -152,7 +158,9 @@ class PostgresDriver:
             raise errors.ConfigError(
                 "lock_timeout_ms, connect_timeout_s and pool_size must be positive"
             )
-        self.statements = Statements.load(BACKEND, param="%({})s", required=STATEMENTS)
+        self.statements = Statements.load(
+            BACKEND, param="%({})s", required=(*STATEMENTS, *GUARDED_STATEMENTS)
+        )
         self._url = url
         self._lock_timeout_ms = int(lock_timeout_ms)
         # libpq counts whole seconds
@@ -318,8 +326,168 @@ class PostgresDriver:
             renew(pg)
             pg.execute(sql["insert_items"], named)
 
+    def schema_version(self) -> int:
+        """The newest migration applied, read in a read-only transaction; 0 for none."""
+        sql = self.statements
+
+        def work(conn: Connection) -> int:
+            if not conn.execute(sql["has_migrations"], {}).fetchone()[0]:
+                return 0
+            return int(conn.execute(sql["schema_version"], {}).fetchone()[0] or 0)
+
+        try:
+            with self.pool.connection() as lease, lease.conn.transaction():
+                lease.conn.execute("SET TRANSACTION READ ONLY")
+                return work(cast(Connection, lease.conn))
+        except (psycopg.Error, errors.JournalUnavailable, errors.JournalBusy):
+            raise errors.HealthlogError(
+                "cannot reach the PostgreSQL journal (HEALTHLOG_JOURNAL_URL)"
+            ) from None
+
+    def guarded_session(self, account_id: str, daily: sql_guard.Daily | None) -> PostgresGuard:
+        return PostgresGuard(self, account_id, daily)
+
     def close(self) -> None:
         self.pool.close()
+
+
+# --- the SQL tool's guarded session -----------------------------------------------------------
+
+
+class PostgresGuard:
+    """The SQL tool on a PostgreSQL journal (``healthlog.sql_guard``'s policy, layer 2): a
+    session of the account's reader role.
+
+    Privilege, not only parsing: the journal's connection makes (idempotently) a schema
+    and a login role of the account's own (``sql_guard.reader_name``), the views in that
+    schema (``security_barrier``, each bound to the account by a literal), grants the
+    role ``SELECT`` on those views alone and gives it a new random password; the tool's
+    session then logs in *as that role*. Its session user is the reader, so no function
+    that runs text (``ts_stat``, ``query_to_xml``), no attribute notation (``x.fn``),
+    no ``set_config('role', ...)`` reaches a base table or another account's rows:
+    PostgreSQL refuses them for want of a grant. The role's transactions are read-only,
+    with a statement timeout; after each query its advisory locks are released and any
+    large object it made is removed. The journal's role needs ``CREATEROLE`` (the
+    database's owner or a superuser has it); without it the tool says so and runs
+    nothing. Every statement is a ``guarded_*`` one of ``sql/postgres.sql``.
+    """
+
+    dialect: sql_guard.Dialect = "postgres"
+
+    def __init__(
+        self, driver: PostgresDriver, account_id: str, daily: sql_guard.Daily | None = None
+    ) -> None:
+        from psycopg import sql as pgsql
+
+        self._driver, self._sql = driver, driver.statements
+        self._lock = threading.Lock()
+        self._daily, self._stamp = daily, cast(object, None)
+        name = sql_guard.reader_name(account_id)
+        password = secrets.token_urlsafe(32)
+        try:
+            with contextlib.closing(driver._open()) as owner:
+                self._role = pgsql.Identifier(name).as_string(owner)
+                self._make_reader(owner, name, pgsql.Literal(password).as_string(owner), account_id)
+        except pg_errors.InsufficientPrivilege:
+            raise errors.HealthlogError(
+                "the SQL tool needs its own PostgreSQL role, and the journal's role may not "
+                "create one: grant it CREATEROLE (ALTER ROLE ... CREATEROLE), or use the "
+                "other tools"
+            ) from None
+        except psycopg.Error as exc:
+            raise errors.HealthlogError(
+                f"the journal cannot be read ({type(exc).__name__})"
+            ) from None
+        params = psycopg.conninfo.conninfo_to_dict(driver._url)
+        params.update(user=name, password=password, connect_timeout=10)
+        try:
+            self._conn = psycopg.connect(**params, autocommit=False)  # type: ignore[arg-type]
+        except psycopg.Error as exc:
+            raise errors.HealthlogError(
+                f"the SQL tool's role cannot sign in to the journal ({type(exc).__name__}): "
+                "allow it in pg_hba.conf like the journal's own role"
+            ) from None
+
+    def _make_reader(self, owner: Conn, name: str, password: str, account_id: str) -> None:
+        """The reader role, its schema and views, as the journal's role (autocommit)."""
+        sql, role = self._sql, self._role
+        if owner.execute(sql["guarded_role_exists"], {"role": name}).fetchone() is None:
+            with contextlib.suppress(pg_errors.DuplicateObject):  # made meanwhile
+                owner.execute(sql.render("guarded_create_role", role=role).encode())
+        login = sql.render("guarded_role_login", role=role, password=password)
+        owner.execute(login.encode())
+        owner.execute(sql.render("guarded_role_settings", role=role).encode())
+        account = sql_guard.literal(account_id)
+        with owner.transaction():
+            owner.execute(sql.render("guarded_schema", role=role).encode())
+            for view in sql_guard.VIEWS:
+                if view == sql_guard.DAILY:
+                    continue
+                body = sql.render(f"guarded_{view}", account=account)
+                ddl = sql.render("guarded_view", role=role, view=view, body=body)
+                owner.execute(ddl.encode())
+            owner.execute(sql.render("guarded_my_daily", role=role).encode())
+            owner.execute(sql.render("guarded_grant", role=role).encode())
+
+    def run(self, sql: str, *, limit: int, timeout_s: float) -> sql_guard.Answer:
+        sql_guard.check(sql, "postgres")
+        with self._lock:
+            self._fresh_daily()
+            try:
+                with self._conn.transaction():
+                    self._conn.execute(self._sql["guarded_begin"].encode())
+                    ms = str(max(1, int(timeout_s * 1000)))
+                    self._conn.execute(self._sql.render("guarded_timeout", ms=ms).encode())
+                    with self._conn.cursor(name="hl_sql_tool") as cursor:
+                        cursor.execute(sql.encode())
+                        fetched = cursor.fetchmany(limit + 1)
+                        columns = [d.name for d in cursor.description or ()]
+            except pg_errors.QueryCanceled:
+                raise sql_guard.timed_out(timeout_s) from None
+            except psycopg.Error as exc:
+                what = f"{type(exc).__name__}, SQLSTATE {exc.sqlstate or '-'}"
+                detail = exc.diag.message_primary or ""
+                raise sql_guard.Refused(
+                    f"PostgreSQL refused the query ({what}): {detail[:200]}"
+                ) from None
+            finally:
+                self._tidy()
+        return sql_guard.answer(columns, fetched, limit)
+
+    def _fresh_daily(self) -> None:
+        """``my_daily`` made again, by the journal's role, where the journal changed."""
+        if self._daily is None or (stamp := self._daily.stamp()) == self._stamp:
+            return
+        found = list(self._daily.rows())
+        clear = self._sql.render("guarded_clear_daily", role=self._role)
+        add = self._sql.render("guarded_add_daily", role=self._role)
+
+        def work(conn: Connection) -> None:
+            pg = cast(Conn, conn)
+            pg.execute(clear.encode())
+            with pg.cursor() as cursor:
+                cursor.executemany(add.encode(), found)
+
+        try:
+            self._driver.attempt(work, write=True)
+        except errors.HealthlogError as exc:
+            raise sql_guard.Refused(f"my_daily could not be made ({type(exc).__name__})") from None
+        self._stamp = stamp
+
+    def _tidy(self) -> None:
+        """What a query may leave behind in the role's session: its advisory locks (the
+        fold's among them) and large objects; none outlives the query."""
+        try:
+            with self._conn.transaction():
+                self._conn.execute(self._sql["guarded_tidy"].encode())
+        except psycopg.Error:
+            self._conn.close()  # a session that cannot be tidied is not used again
+            raise sql_guard.Refused(
+                "the SQL tool's session ended; start the MCP server again"
+            ) from None
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 class PostgresJournal(SqlJournal):

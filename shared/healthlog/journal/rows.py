@@ -8,10 +8,9 @@ one set of conversions here turns any dialect's rows into the port's values.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import date
+from collections.abc import Iterable, Iterator, Sequence
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -24,24 +23,6 @@ _tuple = tuple.__new__
 
 # the stored UTC text's codec lives in healthlog.clock; re-exported for the adapters
 __all__ = ["first_at_or_after", "from_text", "start_bound", "to_text"]
-
-T = TypeVar("T")
-
-
-def runs_of_days(items: Iterable[T], day_of: Callable[[T], date]) -> list[list[T]]:
-    """``items`` in day order as runs of consecutive days (a run: the items of days that
-    follow one another without a gap)."""
-    runs: list[list[T]] = []
-    previous: date | None = None
-    for item in items:
-        day = day_of(item)
-        if runs and previous is not None and (day - previous).days == 1:
-            runs[-1].append(item)
-        else:
-            runs.append([item])
-        previous = day
-    return runs
-
 
 # --- the port's values as statement parameters, in the order the bulk statements take ----
 

@@ -35,6 +35,9 @@ progress handler that interrupts them once the bound has passed: SQLite then rol
 transaction back, and the attempt raises the bound's ``spent()`` error. The handler is
 removed before COMMIT, so a write commits whole or not at all, and the write lock is
 free as soon as the attempt returns.
+
+The MCP SQL tool's guarded session (``SqliteGuard``, under ``healthlog.sql_guard``'s
+policy) is here too: a backend is one driver module, which is why this one is 600 lines.
 """
 
 from __future__ import annotations
@@ -42,17 +45,19 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
+import secrets
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, closing, contextmanager, suppress
 from typing import Any, TypeVar
 
-from healthlog import errors, log
+from healthlog import errors, log, sql_guard
 from healthlog.files import FILE_MODE, private_dirs, private_file
 from healthlog.journal import rows
-from healthlog.journal.core import STATEMENTS, SqlJournal, point_rows, series_keys
+from healthlog.journal.core import GUARDED_STATEMENTS, STATEMENTS, SqlJournal
 from healthlog.journal.driver import (
     Busy,
     Connection,
@@ -63,6 +68,7 @@ from healthlog.journal.driver import (
     current_bound,
     translated,
 )
+from healthlog.journal.showcase_writes import point_rows, series_keys
 from healthlog.journal.statements import Statements
 from healthlog.model import Item, Point, Record
 
@@ -223,7 +229,9 @@ class SqliteDriver:
         if busy_timeout_ms < 0:
             raise errors.ConfigError("busy_timeout_ms must not be negative")
         self.path = path
-        self.statements = Statements.load(BACKEND, param=":{}", required=STATEMENTS)
+        self.statements = Statements.load(
+            BACKEND, param=":{}", required=(*STATEMENTS, *GUARDED_STATEMENTS)
+        )
         self._busy_timeout_ms = busy_timeout_ms
         self.pool = _Pool(self._open, _POOL_KEEP)
         self._turn = _WriteTurn()
@@ -387,8 +395,206 @@ class SqliteDriver:
                 conn.executemany(sql["insert_item"], (owner + item_values(i) for i in items))
                 conn.execute(sql["upsert_series"], key + version)
 
+    def schema_version(self) -> int:
+        """The newest migration applied, on a read-only connection of its own: a file
+        that is not there is version 0 and is not made, and nothing is written."""
+        if not os.path.isfile(self.path):
+            return 0
+        try:
+            with closing(_read_only(self.path)) as conn:
+                if not conn.execute(self.statements["has_migrations"]).fetchone()[0]:
+                    return 0
+                return int(conn.execute(self.statements["schema_version"]).fetchone()[0] or 0)
+        except sqlite3.OperationalError:
+            raise errors.HealthlogError(f"cannot read the journal at {self.path}") from None
+        except sqlite3.DatabaseError:  # SQLITE_NOTADB, SQLITE_CORRUPT: not a journal's file
+            raise errors.HealthlogError(
+                f"the journal at {self.path} is not a SQLite database, or is damaged: "
+                "point HEALTHLOG_JOURNAL_URL at the journal's file"
+            ) from None
+
+    def guarded_session(self, account_id: str, daily: sql_guard.Daily | None) -> SqliteGuard:
+        return SqliteGuard(self.path, self.statements, account_id, daily)
+
     def close(self) -> None:
         self.pool.close()
+
+
+# --- the SQL tool's guarded session -----------------------------------------------------------
+
+
+def _read_only(path: str) -> sqlite3.Connection:
+    """A connection to the file at ``path`` that cannot write it (``mode=ro``)."""
+    uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+
+
+#: the journal's tables my_points joins: SQLite may read one of them for no column
+_COLUMNLESS = frozenset({"series", "point_rows"})
+_VIEW_BODY = re.compile(r"\s*CREATE\s+VIEW\s+\"?points\"?\s+AS\s+(.*)", re.I | re.S)
+
+
+def _in_main(select: str) -> str:
+    """``select`` (the ``points`` view's body) with each table it reads named as the
+    journal's (``main.``): SQLite tells the authorizer no database for a read of no
+    column of an unqualified table, which it must deny (a query's own ``count(*) FROM
+    point_rows``). sqlglot, which the tool's check uses, rewrites the names only."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tree = sqlglot.parse_one(select, read="sqlite")
+    except SqlglotError:
+        raise sqlite3.DatabaseError("the points view cannot be read") from None
+    for table in tree.find_all(exp.Table):
+        if not table.args.get("db"):
+            table.set("db", exp.to_identifier("main"))
+    return tree.sql(dialect="sqlite")
+
+
+class SqliteGuard:
+    """The SQL tool on a SQLite journal (``healthlog.sql_guard``'s policy, layer 2): a
+    read-only connection of its own, the tool's views ``TEMP`` in it, an authorizer that
+    lets a query read the journal's tables only through them, and its limits."""
+
+    dialect: sql_guard.Dialect = "sqlite"
+
+    def __init__(
+        self,
+        path: str,
+        statements: Statements,
+        account_id: str,
+        daily: sql_guard.Daily | None = None,
+    ) -> None:
+        if not os.path.isfile(path):
+            raise errors.HealthlogError("no journal file at the journal URL's path")
+        self._conn = _read_only(path)
+        self._sql = statements
+        self._lock = threading.Lock()
+        self._deadline = 0.0
+        try:
+            found = self._conn.execute(statements["guarded_names"])
+            self._journal_tables = frozenset(str(name).lower() for (name,) in found)
+            definition = self._conn.execute(statements["points_definition"]).fetchone()
+            points = _VIEW_BODY.match(str(definition[0]) if definition else "")
+            if points is None:
+                raise sqlite3.DatabaseError("no points view")
+            account = sql_guard.literal(account_id)
+            # each view twice: under a name of this session's making, which alone may read
+            # the journal's tables, and its own over that one. A query's CTE may take a
+            # view's name (``WITH my_points AS (SELECT * FROM accounts)``), never one it
+            # cannot know: the authorizer names the inner-most view that reads a table
+            salt = secrets.token_hex(8)
+            self._inner = {f"hl_{salt}_{name}" for name in sql_guard.VIEWS}
+            for name in sql_guard.VIEWS:
+                if name == sql_guard.DAILY:
+                    continue
+                fill = {"account": account}
+                if name == "my_points":  # the one definition of points, read from the schema
+                    fill["points"] = _in_main(points.group(1))
+                body = statements.render(f"guarded_{name}", **fill)
+                inner = f"hl_{salt}_{name}"
+                self._conn.execute(statements.render("guarded_view", view=inner, body=body))
+                outer = f"SELECT * FROM temp.{inner}"
+                self._conn.execute(statements.render("guarded_view", view=name, body=outer))
+            self._conn.execute(statements["guarded_my_daily"])
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise errors.HealthlogError(
+                f"the journal cannot be read ({type(exc).__name__})"
+            ) from None
+        self._conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        self._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, sql_guard.VALUE_BYTES)
+        self._daily = daily
+        self._stamp: object = None
+        self._conn.set_authorizer(self._authorize)
+        self._conn.set_progress_handler(self._past_deadline, 10_000)
+
+    def _fresh_daily(self) -> None:
+        """``my_daily`` made again where the journal changed (the authorizer set aside
+        for our own statements, the user's query not yet run)."""
+        if self._daily is None or (stamp := self._daily.stamp()) == self._stamp:
+            return
+        found = list(self._daily.rows())
+        self._conn.set_authorizer(None)
+        try:
+            self._conn.execute("BEGIN")
+            self._conn.execute(self._sql["guarded_clear_daily"])
+            self._conn.executemany(self._sql["guarded_add_daily"], found)
+            self._conn.execute("COMMIT")
+        finally:
+            self._conn.set_authorizer(self._authorize)
+        self._stamp = stamp
+
+    def _authorize(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, view: str | None
+    ) -> int:
+        views = sql_guard.VIEWS
+        if action == sqlite3.SQLITE_SELECT:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_READ:
+            if db == "temp" and (arg1 in views or (arg1 in self._inner and view in views)):
+                return sqlite3.SQLITE_OK  # a view, or the inner view it reads
+            if db == "main" and view in self._inner:  # a journal table, read by one of ours
+                return sqlite3.SQLITE_OK
+            if db is None:
+                # a common table expression reading itself (or another): no table of
+                # any database. SQLite names no database for a read of no column of a
+                # table either (``SELECT count(*) FROM point_rows``): a name of the
+                # journal's is never a CTE's here, so that read is denied
+                named = (arg1 or "").lower()
+                return sqlite3.SQLITE_DENY if named in self._journal_tables else sqlite3.SQLITE_OK
+            if db == "main" and arg1 in _COLUMNLESS and not arg2:
+                # SQLite names no view for a join of my_points whose columns the query
+                # does not use: a read of no column, no value
+                return sqlite3.SQLITE_OK
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_FUNCTION:
+            denied = (arg2 or "").lower() in sql_guard.SQLITE_DENIED_FUNCTIONS
+            return sqlite3.SQLITE_DENY if denied else sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_RECURSIVE:
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY
+
+    def _past_deadline(self) -> int:
+        return 1 if time.monotonic() > self._deadline else 0
+
+    def run(self, sql: str, *, limit: int, timeout_s: float) -> sql_guard.Answer:
+        sql_guard.check(sql, "sqlite")
+        refused = sql_guard.Refused
+        with self._lock:
+            self._fresh_daily()
+            self._deadline = time.monotonic() + timeout_s
+            # the progress handler is checked between opcodes; a timer interrupts one
+            # that runs long all the same (sqlite3_interrupt is safe from any thread)
+            alarm = threading.Timer(timeout_s, self._conn.interrupt)
+            alarm.daemon = True
+            alarm.start()
+            try:
+                cursor = self._conn.execute(sql)
+                try:
+                    fetched = cursor.fetchmany(limit + 1)
+                finally:
+                    cursor.close()
+            except sqlite3.OperationalError as exc:
+                if "interrupted" in str(exc):
+                    raise sql_guard.timed_out(timeout_s) from None
+                raise refused(f"SQLite refused the query: {sql_guard.first_line(exc)}") from None
+            except sqlite3.DataError as exc:  # a value past VALUE_BYTES
+                raise refused(
+                    f"SQLite refused the query: {sql_guard.first_line(exc)} (a value may be "
+                    f"at most {sql_guard.VALUE_BYTES // (1024 * 1024)} MB)"
+                ) from None
+            except sqlite3.Error as exc:
+                raise refused(f"SQLite refused the query: {sql_guard.first_line(exc)}") from None
+            finally:
+                alarm.cancel()
+            columns = [d[0] for d in cursor.description or ()]
+        return sql_guard.answer(columns, fetched, limit)
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 class SqliteJournal(SqlJournal):

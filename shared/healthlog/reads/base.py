@@ -11,7 +11,7 @@ from typing import Self
 
 from healthlog import overlap
 from healthlog.errors import AccountNotFound, HealthlogError
-from healthlog.journal.port import Journal
+from healthlog.journal.port import ShowcaseReads
 from healthlog.model import Account
 
 
@@ -21,7 +21,7 @@ class Base:
 
     def __init__(
         self,
-        journal: Journal,
+        journal: ShowcaseReads,
         account: Account,
         priority: overlap.SourcePriority = overlap.DEFAULT,
     ) -> None:
@@ -34,7 +34,7 @@ class Base:
     @classmethod
     def of(
         cls,
-        journal: Journal,
+        journal: ShowcaseReads,
         account_id: str | None = None,
         priority: overlap.SourcePriority = overlap.DEFAULT,
         *,

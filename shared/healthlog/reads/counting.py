@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterable, Iterator
 
 from healthlog import overlap
 from healthlog.clock import At, Moment, meets
-from healthlog.journal.port import DaySum, Journal, StoredPoint
+from healthlog.journal.port import DaySum, ShowcaseReads, StoredPoint
 from healthlog.reads.base import Base
 from healthlog.reads.bounds import _bound, _day_span, widened
 from healthlog.reads.values import Kind, MetricInfo, kind_of
@@ -109,7 +109,7 @@ def _mixed(kept: DaySum, info: MetricInfo, source: str | None = None) -> bool:
 
 
 def counted_stream(
-    journal: Journal,
+    journal: ShowcaseReads,
     stored: Iterable[StoredPoint],
     priority: overlap.SourcePriority = overlap.DEFAULT,
     *,

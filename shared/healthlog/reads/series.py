@@ -16,9 +16,8 @@ from datetime import date, timedelta
 from typing import Any
 
 from healthlog import overlap
-from healthlog.clock import SPREAD_SPAN, Moment, from_text
+from healthlog.clock import SPREAD_SPAN, Moment, from_text, runs_of_days
 from healthlog.journal.port import BucketRow, CatalogEntry, DaySum
-from healthlog.journal.rows import runs_of_days
 from healthlog.reads.bounds import (
     _as_datetime,
     _bound,

@@ -859,3 +859,117 @@ JOIN record_series AS s
  AND (s.section, s.identity, s.series) = (i.section, i.identity, i.series)
  AND (s.layer_received_at, s.layer_id) = (%(at)s::timestamptz, %(id)s)
 ORDER BY i.section, i.identity, i.series, i.seq
+
+-- has_migrations --
+-- Whether the database has the migrations' table (a journal's, migrated at least once).
+SELECT to_regclass('schema_migrations') IS NOT NULL
+
+-- schema_version --
+-- The newest migration applied (NULL before any): what a read-only caller checks.
+SELECT max(version) FROM schema_migrations
+
+-- guarded_role_exists --
+-- Whether the account's reader role exists.
+-- The MCP server's SQL tool: its guarded session (healthlog.sql_guard says the policy,
+-- journal/postgres.py's PostgresGuard opens it). The journal's role makes, idempotently,
+-- the account's reader role and its schema (both the `role` slot, sql_guard.reader_name),
+-- the tool's views in that schema, each bound to the account by the `account` slot (the id as
+-- a quoted literal: a view takes no parameters), and grants the role SELECT on them
+-- alone; the tool's session signs in as that role. These statements run without
+-- parameters, but for the few that say so. The views' columns are those
+-- sql_guard.VIEWS describes, in that order.
+SELECT 1 FROM pg_roles WHERE rolname = %(role)s
+
+-- guarded_create_role --
+-- The account's reader role.
+CREATE ROLE /*role!*/ NOINHERIT
+
+-- guarded_role_login --
+-- The reader signs in with this session's new password, and may do nothing else.
+ALTER ROLE /*role!*/ LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS
+    CONNECTION LIMIT 16 PASSWORD /*password!*/
+
+-- guarded_role_settings --
+-- The reader's sessions: read-only, bounded in time, its own schema first, in UTC.
+ALTER ROLE /*role!*/ SET default_transaction_read_only = on;
+ALTER ROLE /*role!*/ SET statement_timeout = '60s';
+ALTER ROLE /*role!*/ SET idle_in_transaction_session_timeout = '60s';
+ALTER ROLE /*role!*/ SET search_path = /*role!*/, pg_catalog;
+ALTER ROLE /*role!*/ SET TimeZone = 'UTC'
+
+-- guarded_schema --
+-- The reader's schema, closed to everyone else.
+CREATE SCHEMA IF NOT EXISTS /*role!*/;
+REVOKE ALL ON SCHEMA /*role!*/ FROM PUBLIC
+
+-- guarded_view --
+-- One of the tool's views, in the reader's schema; a security barrier before its filter.
+CREATE OR REPLACE VIEW /*role!*/./*view!*/ WITH (security_barrier) AS /*body!*/
+
+-- guarded_my_points --
+-- The account's points (the journal's `points` view), with the local start.
+SELECT metric, field, source, start,
+       to_char((start + make_interval(mins => coalesce(utc_offset, 0))) AT TIME ZONE 'UTC',
+               'YYYY-MM-DD"T"HH24:MI:SS') AS local_start,
+       utc_offset, "end", qty, text, unit, extra, layer_id AS delivery_id
+FROM public.points WHERE account_id = /*account!*/
+
+-- guarded_my_records --
+-- The account's records.
+SELECT section, identity, start, "end", utc_offset, name, source, body,
+       layer_id AS delivery_id
+FROM public.records WHERE account_id = /*account!*/
+
+-- guarded_my_record_items --
+-- The account's records' series.
+SELECT section, identity, series, seq, t, qty, lat, lon, alt, unit, extra
+FROM public.record_items WHERE account_id = /*account!*/
+
+-- guarded_my_deliveries --
+-- The account's deliveries, without their headers and bodies.
+SELECT id, received_at, status, size, content_type, points, uncovered, failure, attempts,
+       folded_at
+FROM public.deliveries WHERE account_id = /*account!*/
+
+-- guarded_my_delivery_extents --
+-- What each of the account's deliveries brought of each series.
+SELECT delivery_id, metric, field, unit, source, received_at, first_start, last_start, points
+FROM public.delivery_extents WHERE account_id = /*account!*/
+
+-- guarded_my_point_days --
+-- The account's points and late points per metric and local day.
+SELECT metric, day, points, late FROM public.point_days WHERE account_id = /*account!*/
+
+-- guarded_my_daily --
+-- The table my_daily is kept in: its values come from the reads' overlap rule, in Python.
+CREATE TABLE IF NOT EXISTS /*role!*/.my_daily (metric TEXT, field TEXT, unit TEXT,
+    value_is TEXT, day TEXT, value DOUBLE PRECISION, points BIGINT)
+
+-- guarded_grant --
+-- The reader may use its schema and read what is in it, nothing more.
+GRANT USAGE ON SCHEMA /*role!*/ TO /*role!*/;
+GRANT SELECT ON ALL TABLES IN SCHEMA /*role!*/ TO /*role!*/
+
+-- guarded_clear_daily --
+-- my_daily emptied, by the journal's role, before it is filled again.
+DELETE FROM /*role!*/.my_daily
+
+-- guarded_add_daily --
+-- One row of my_daily (positional, with executemany).
+INSERT INTO /*role!*/.my_daily (metric, field, unit, value_is, day, value, points)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+
+-- guarded_begin --
+-- Each query of the tool: one read-only snapshot.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY
+
+-- guarded_timeout --
+-- Each query's time limit, in milliseconds.
+SET LOCAL statement_timeout = /*ms!*/
+
+-- guarded_tidy --
+-- What a query may leave in the reader's session, removed after it: its advisory locks
+-- (the fold's among them) and its large objects.
+SET TRANSACTION READ WRITE;
+SELECT pg_advisory_unlock_all();
+SELECT lo_unlink(oid) FROM pg_largeobject_metadata WHERE lomowner = current_user::regrole

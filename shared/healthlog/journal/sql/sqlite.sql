@@ -690,3 +690,78 @@ VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (account_id, section, identity, series) DO UPDATE SET
     layer_received_at = excluded.layer_received_at,
     layer_id = excluded.layer_id
+
+-- has_migrations --
+-- Whether the database has the migrations' table (a journal's, migrated at least once).
+SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name = 'schema_migrations'
+
+-- schema_version --
+-- The newest migration applied (NULL before any): what a read-only caller checks.
+SELECT max(version) FROM schema_migrations
+
+-- guarded_names --
+-- The journal's tables and views, which a query reads only through the tool's views.
+-- The MCP server's SQL tool: its guarded session (healthlog.sql_guard says the policy,
+-- journal/sqlite.py's SqliteGuard opens it). The file is opened read-only; each view is
+-- TEMP, in the session's own schema, bound to the account by the `account` slot (the id as a
+-- quoted literal: a view takes no parameters); an authorizer lets a query read the
+-- journal's tables only through them. The views' columns are those sql_guard.VIEWS
+-- describes, in that order.
+SELECT name FROM main.sqlite_master WHERE type IN ('table', 'view')
+
+-- points_definition --
+-- The `points` view as the schema holds it (the one definition): my_points reads its
+-- tables by this text, so that the authorizer sees my_points as their reader.
+SELECT sql FROM main.sqlite_master WHERE type = 'view' AND name = 'points'
+
+-- guarded_view --
+-- One of the tool's views, in the session's temporary schema.
+CREATE TEMP VIEW /*view!*/ AS /*body!*/
+
+-- guarded_my_points --
+-- The account's points, from the body of `points` (/*points!*/), with the local start.
+SELECT metric, field, source, start,
+       strftime('%Y-%m-%dT%H:%M:%S', start, coalesce(utc_offset, 0) || ' minutes') AS local_start,
+       utc_offset, "end", qty, text, unit, extra, layer_id AS delivery_id
+FROM (/*points!*/)
+WHERE account_id = /*account!*/
+
+-- guarded_my_records --
+-- The account's records.
+SELECT section, identity, start, "end", utc_offset, name, source, body,
+       layer_id AS delivery_id
+FROM main.records WHERE account_id = /*account!*/
+
+-- guarded_my_record_items --
+-- The account's records' series.
+SELECT section, identity, series, seq, t, qty, lat, lon, alt, unit, extra
+FROM main.record_items WHERE account_id = /*account!*/
+
+-- guarded_my_deliveries --
+-- The account's deliveries, without their headers and bodies.
+SELECT id, received_at, status, size, content_type, points, uncovered, failure, attempts,
+       folded_at
+FROM main.deliveries WHERE account_id = /*account!*/
+
+-- guarded_my_delivery_extents --
+-- What each of the account's deliveries brought of each series.
+SELECT delivery_id, metric, field, unit, source, received_at, first_start, last_start, points
+FROM main.delivery_extents WHERE account_id = /*account!*/
+
+-- guarded_my_point_days --
+-- The account's points and late points per metric and local day.
+SELECT metric, day, points, late FROM main.point_days WHERE account_id = /*account!*/
+
+-- guarded_my_daily --
+-- The table my_daily is kept in: its values come from the reads' overlap rule, in Python.
+CREATE TEMP TABLE my_daily (metric TEXT, field TEXT, unit TEXT, value_is TEXT, day TEXT,
+                            value DOUBLE PRECISION, points BIGINT)
+
+-- guarded_clear_daily --
+-- my_daily emptied, before it is filled again.
+DELETE FROM temp.my_daily
+
+-- guarded_add_daily --
+-- One row of my_daily (positional, with executemany).
+INSERT INTO temp.my_daily (metric, field, unit, value_is, day, value, points)
+VALUES (?, ?, ?, ?, ?, ?, ?)
