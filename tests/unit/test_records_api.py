@@ -131,15 +131,12 @@ def test_the_mcp_tools_say_what_the_api_says(built: Built, client: FlaskClient) 
     pytest.importorskip("mcp")
     import anyio
     from healthlog import mcp_server
-    from healthlog.config import Settings
     from healthlog.reads import Reads
     from mcp import Client
 
     journal = SqliteJournal(str(built.folder / "journal.db"))
     r = Reads(journal, built.phone.account)
-    guard = mcp_server.open_guard(
-        Settings(journal_url=f"sqlite:///{built.folder / 'journal.db'}"), r
-    )
+    guard = mcp_server.open_guard(r)
     answers: dict[str, Any] = {}
 
     async def main() -> None:
