@@ -64,6 +64,12 @@ class SourcePriority:
         """``"watch,iphone"``: name fragments, first first; ConfigError if none."""
         return cls(priority_fragments(text))
 
+    @property
+    def key(self) -> str:
+        """The priority as one text, what a day counted by it is kept under
+        (``Journal.counted_days``): the same fragments, the same key."""
+        return ",".join(self.fragments)
+
     def rank(self, source: str) -> tuple[int, str]:
         """Smaller first: the first fragment any part of the source's name holds."""
         folded = source.casefold()

@@ -117,6 +117,19 @@ class DaySum(NamedTuple):
     imported: int  # points brought by an import of the Health app's export
 
 
+class CountedDay(NamedTuple):
+    """One day of a metric's field as the overlap rule counts it (``counted_days``)."""
+
+    metric: str
+    field: str
+    day: str  # YYYY-MM-DD on the phone's clock
+    points: int
+    valued: int
+    total: float | None
+    least: float | None
+    most: float | None
+
+
 class BodyRef(NamedTuple):
     """A delivery's archived body, as retention pages through them."""
 
@@ -224,6 +237,11 @@ class Accounts(AccountReads, Protocol):
 
 class Queue(Protocol):
     """The deliveries as the fold's queue: in (ingest, reconcile), claimed, folded."""
+
+    def keep_counted_days(self, account_id: str, priority: str, days: Sequence[CountedDay]) -> None:
+        """Keep ``days`` as the overlap rule counted them for ``priority`` (the fold's
+        ``Reads.count_days``), in one transaction; a later write to a day's points
+        deletes its row (``counted_days`` gives it no more)."""
 
     def insert_delivery(self, new: NewDelivery) -> bool:
         """Journal a delivery as ``pending``, retrying on a busy database.
@@ -495,6 +513,27 @@ class ShowcaseReads(AccountReads, Protocol):
         Kept by the fold as it writes: every day that has points has its row, equal to
         what the day's points sum up to now.
         """
+
+    def counted_days(
+        self,
+        *,
+        account_id: str,
+        metric: str,
+        field: str,
+        priority: str,
+        day_from: str,
+        day_to: str,
+    ) -> list[CountedDay]:
+        """A field's days in [day_from, day_to) as the fold counted them by the overlap
+        rule for ``priority`` (``SourcePriority.key``), in day order: only the days it
+        has counted since their sums last changed (``keep_counted_days``)."""
+
+    def uncounted_days(
+        self, *, account_id: str, priority: str, limit: int
+    ) -> list[tuple[str, str, str]]:
+        """(metric, field, day) of at most ``limit`` kept days the overlap rule may count
+        otherwise than their sums (several sources, or an import beside other points)
+        and that have no counted row for ``priority``."""
 
     def imported_deliveries(self, account_id: str) -> frozenset[str]:
         """The ids of the account's deliveries that are imports of the Health app's export."""

@@ -21,6 +21,7 @@ from healthlog.journal.base import SqlBase
 from healthlog.journal.driver import Connection, Layer, Params
 from healthlog.journal.port import (
     BodyRef,
+    CountedDay,
 )
 from healthlog.journal.showcase_writes import (
     IMPORTS,
@@ -88,6 +89,23 @@ class QueueSql(SqlBase):
             return int(counted[0][0])
 
         return self._write(work)
+
+    def keep_counted_days(self, account_id: str, priority: str, days: Sequence[CountedDay]) -> None:
+        if not days:
+            return
+        sql = self._sql["keep_counted_day"]
+        rows = [
+            {"account_id": account_id, "priority": priority, "metric": d.metric,
+             "field": d.field, "day": d.day, "points": d.points, "valued": d.valued,
+             "total": d.total, "low": d.least, "high": d.most}
+            for d in days
+        ]  # fmt: skip
+
+        def keep(conn: Connection) -> None:
+            for row in rows:
+                conn.execute(sql, row)
+
+        self._write(keep)
 
     def release_attempt(self, delivery_id: str) -> None:
         sql = self._sql["release_attempt"]

@@ -22,6 +22,7 @@ from healthlog.journal.port import (
     Bucket,
     BucketRow,
     CatalogEntry,
+    CountedDay,
     DaySum,
     StoredPoint,
     StoredRecord,
@@ -337,6 +338,35 @@ class ShowcaseReadsSql(SqlBase):
         # it has fields: each row becomes one as it comes (``_make`` without its length
         # check, a Python frame a row)
         return list(map(tuple.__new__, repeat(DaySum), found))
+
+    def counted_days(
+        self,
+        *,
+        account_id: str,
+        metric: str,
+        field: str,
+        priority: str,
+        day_from: str,
+        day_to: str,
+    ) -> list[CountedDay]:
+        params = {
+            "account_id": account_id,
+            "metric": metric,
+            "field": field,
+            "priority": priority,
+            "day_from": day_from,
+            "day_to": day_to,
+        }
+        found = self._fetch(self._sql["counted_days"], params)
+        return [CountedDay(metric, field, *row) for row in found]
+
+    def uncounted_days(
+        self, *, account_id: str, priority: str, limit: int
+    ) -> list[tuple[str, str, str]]:
+        params = {"account_id": account_id, "priority": priority, "limit": limit}
+        return [
+            (str(m), str(f), str(d)) for m, f, d in self._fetch(self._sql["uncounted_days"], params)
+        ]
 
     def imported_deliveries(self, account_id: str) -> frozenset[str]:
         found = self._fetch(self._sql["imported_deliveries"], {"account_id": account_id, **IMPORTS})

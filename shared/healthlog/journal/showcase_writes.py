@@ -234,6 +234,7 @@ def keep_days(
                 **IMPORTS,
             }
             conn.execute(sql["clear_day_sums"], params)
+            conn.execute(sql["clear_counted_days"], params)  # the fold counts them again
             conn.execute(spreading if cumulative else plain, params)
             if cumulative:
                 _add_day_parts(sql, conn, account_id, metric, first, last, imported)

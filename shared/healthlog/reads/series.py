@@ -16,8 +16,8 @@ from datetime import date, timedelta
 from typing import Any
 
 from healthlog import overlap
-from healthlog.clock import SPREAD_SPAN, Moment, from_text, runs_of_days
-from healthlog.journal.port import BucketRow, CatalogEntry, DaySum
+from healthlog.clock import SPREAD_SPAN, At, Moment, from_text, runs_of_days
+from healthlog.journal.port import BucketRow, CatalogEntry, CountedDay, DaySum
 from healthlog.reads.bounds import (
     _as_datetime,
     _bound,
@@ -492,6 +492,8 @@ class SeriesReads(Counting):
         rows: dict[str, Sample] = {}  # by_day: the samples themselves
         days: dict[str, overlap.Sums] = {}
         rest: list[DaySum] = []
+        # the mixed days the fold has counted by the rule already (count_days)
+        counted = self._counted(info, day_from, day_to) if may else {}
         for kept in self.journal.day_sums(
             account_id=self.account.id,
             metric=metric,
@@ -504,7 +506,13 @@ class SeriesReads(Counting):
             reached = _day_in(day, earliest, latest, low, high)
             if reached is None:
                 continue  # none of the day's points is in the range
-            if reached and not (may and _mixed(kept, info)):
+            if reached and may and _mixed(kept, info):
+                found = counted.get(day)
+                if found is None:
+                    rest.append(kept)
+                    continue
+                points, valued, total, least, most = found
+            if reached:
                 if by_day:  # the day's sample itself, no sums to add up
                     value = total if cumulative or total is None else total / valued
                     rows[day] = Sample(day, value, least, most, points)
@@ -512,15 +520,35 @@ class SeriesReads(Counting):
                     days[day] = overlap.Sums(points, valued, total, least, most)
             else:
                 rest.append(kept)
-        for run in runs_of_days(rest, lambda kept: date.fromisoformat(kept.day)):
-            # each run of consecutive days on its own: a range cut at both ends reads
-            # the points of its first and last days, not of every day between
+        for day, sums in self._count_runs(info, rest, low, high, may).items():
+            if by_day:
+                rows[day] = _sample(sums.row(day), info.kind)
+            else:
+                days[day] = sums
+        if by_day:
+            return [rows[day] for day in sorted(rows)]
+        return [_sample(row, info.kind) for row in overlap.roll_up(days, resolution.value)]
+
+    def _count_runs(
+        self,
+        info: MetricInfo,
+        kept_days: list[DaySum],
+        low: At | None,
+        high: At | None,
+        may: bool,
+    ) -> dict[str, overlap.Sums]:
+        """The days of ``kept_days`` summed from their points, as the overlap rule counts
+        them: each run of consecutive days on its own, so a range cut at both ends reads
+        the points of its first and last days, not of every day between."""
+        found: dict[str, overlap.Sums] = {}
+        cumulative = info.kind is Kind.CUMULATIVE
+        for run in runs_of_days(kept_days, lambda kept: date.fromisoformat(kept.day)):
             wanted = {kept.day for kept in run}
             lowest = min(kept.first for kept in run)
             latest = max(kept.last for kept in run)
             after = _moved(from_text(latest), timedelta(microseconds=1))
             counted = self.counted_points(
-                metric,
+                info.metric,
                 info.field,
                 start=_tighter(low, lowest, run[0].day, later=False),
                 end=_tighter(high, after, run[-1].day, later=True),
@@ -528,13 +556,61 @@ class SeriesReads(Counting):
             )
             for day, sums in overlap.sums_by(counted, "day", spread=cumulative).items():
                 if day in wanted:
-                    if by_day:
-                        rows[day] = _sample(sums.row(day), info.kind)
-                    else:
-                        days[day] = sums
-        if by_day:
-            return [rows[day] for day in sorted(rows)]
-        return [_sample(row, info.kind) for row in overlap.roll_up(days, resolution.value)]
+                    found[day] = sums
+        return found
+
+    def _counted(
+        self, info: MetricInfo, day_from: str, day_to: str
+    ) -> dict[str, tuple[int, int, float | None, float | None, float | None]]:
+        """The field's days in [day_from, day_to) the fold counted by the rule, for this
+        read's priority (``count_days``)."""
+        return {
+            c.day: (c.points, c.valued, c.total, c.least, c.most)
+            for c in self.journal.counted_days(
+                account_id=self.account.id,
+                metric=info.metric,
+                field=info.field,
+                priority=self.priority.key,
+                day_from=day_from,
+                day_to=day_to,
+            )
+        }
+
+    def count_days(self, limit: int = 200) -> list[CountedDay]:
+        """At most ``limit`` of the account's kept days that the overlap rule may count
+        otherwise than their sums and that are not counted for this priority yet, counted
+        now (the fold keeps them: ``Journal.keep_counted_days``), so that a read of such
+        days reads them as it reads the others. A day counts as ``_by_days`` counts it
+        for a range that holds all of it."""
+        due = self.journal.uncounted_days(
+            account_id=self.account.id, priority=self.priority.key, limit=limit
+        )
+        by_field: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for metric, field_, day in due:
+            by_field[(metric, field_)].append(day)
+        catalog = self.catalog()
+        out: list[CountedDay] = []
+        for (metric, field_), wanted in sorted(by_field.items()):
+            infos = [i for i in catalog if i.metric == metric and i.field == field_]
+            if not infos:
+                continue
+            info = max(infos, key=lambda i: i.points)
+            first, last = min(wanted), max(wanted)
+            kept = [
+                k
+                for k in self.journal.day_sums(
+                    account_id=self.account.id,
+                    metric=metric,
+                    field=field_,
+                    day_from=first,
+                    day_to=(date.fromisoformat(last) + timedelta(days=1)).isoformat(),
+                )
+                if k.day in set(wanted)
+            ]
+            for day, sums in sorted(self._count_runs(info, kept, None, None, True).items()):
+                values = (sums.points, sums.valued, sums.total, sums.low, sums.high)
+                out.append(CountedDay(metric, field_, day, *values))
+        return out
 
     def daily(
         self,

@@ -465,6 +465,13 @@ DELETE FROM point_day_sums
 WHERE account_id = %(account_id)s AND metric = %(metric)s
   AND day >= %(day_low)s AND day <= %(day_high)s
 
+-- clear_counted_days --
+-- A metric's counted days in [day_low, day_high], whose sums keep_day_sums recomputes:
+-- the fold counts them again (count_days).
+DELETE FROM counted_days
+WHERE account_id = %(account_id)s AND metric = %(metric)s
+  AND day >= %(day_low)s AND day <= %(day_high)s
+
 -- keep_day_sums --
 -- A metric's days of the phone's clock in [day_low, day_high], recomputed whole from the
 -- showcase's points in a range of starts that holds every point of those days
@@ -973,3 +980,36 @@ SET LOCAL statement_timeout = /*ms!*/
 SET TRANSACTION READ WRITE;
 SELECT pg_advisory_unlock_all();
 SELECT lo_unlink(oid) FROM pg_largeobject_metadata WHERE lomowner = current_user::regrole
+
+-- counted_days --
+-- A metric field's days in [day_from, day_to) as the overlap rule counted them, for one
+-- source priority (the fold keeps them: keep_counted_day).
+SELECT day, points, valued, total, low, high
+FROM counted_days
+WHERE account_id = %(account_id)s AND metric = %(metric)s AND field = %(field)s
+  AND priority = %(priority)s AND day >= %(day_from)s AND day < %(day_to)s
+ORDER BY day
+
+-- uncounted_days --
+-- An account's kept days the overlap rule may count otherwise than their sums (several
+-- sources, or an import beside other points) that have no counted row for the priority,
+-- the oldest first.
+SELECT s.metric, s.field, s.day
+FROM point_day_sums s
+LEFT JOIN counted_days c
+  ON c.account_id = s.account_id AND c.metric = s.metric AND c.field = s.field
+ AND c.day = s.day AND c.priority = %(priority)s
+WHERE s.account_id = %(account_id)s AND c.day IS NULL
+  AND (s.sources > 1 OR (s.imported > 0 AND s.imported < s.points))
+ORDER BY s.metric, s.field, s.day
+LIMIT %(limit)s
+
+-- keep_counted_day --
+-- A day as the overlap rule counted it, for one source priority.
+INSERT INTO counted_days (account_id, metric, field, day, priority, points, valued, total,
+                          low, high)
+VALUES (%(account_id)s, %(metric)s, %(field)s, %(day)s, %(priority)s, %(points)s,
+        %(valued)s, %(total)s, %(low)s, %(high)s)
+ON CONFLICT (account_id, metric, field, day, priority) DO UPDATE SET
+    points = excluded.points, valued = excluded.valued, total = excluded.total,
+    low = excluded.low, high = excluded.high

@@ -400,6 +400,13 @@ DELETE FROM point_day_sums
 WHERE account_id = :account_id AND metric = :metric
   AND day >= :day_low AND day <= :day_high
 
+-- clear_counted_days --
+-- A metric's counted days in [day_low, day_high], whose sums keep_day_sums recomputes:
+-- the fold counts them again (count_days).
+DELETE FROM counted_days
+WHERE account_id = :account_id AND metric = :metric
+  AND day >= :day_low AND day <= :day_high
+
 -- keep_day_sums --
 -- A metric's days of the phone's clock in [day_low, day_high], recomputed whole from the
 -- showcase's points in a range of starts that holds every point of those days
@@ -765,3 +772,36 @@ DELETE FROM temp.my_daily
 -- One row of my_daily (positional, with executemany).
 INSERT INTO temp.my_daily (metric, field, unit, value_is, day, value, points)
 VALUES (?, ?, ?, ?, ?, ?, ?)
+
+-- counted_days --
+-- A metric field's days in [day_from, day_to) as the overlap rule counted them, for one
+-- source priority (the fold keeps them: keep_counted_day).
+SELECT day, points, valued, total, low, high
+FROM counted_days
+WHERE account_id = :account_id AND metric = :metric AND field = :field
+  AND priority = :priority AND day >= :day_from AND day < :day_to
+ORDER BY day
+
+-- uncounted_days --
+-- An account's kept days the overlap rule may count otherwise than their sums (several
+-- sources, or an import beside other points) that have no counted row for the priority,
+-- the oldest first.
+SELECT s.metric, s.field, s.day
+FROM point_day_sums s
+LEFT JOIN counted_days c
+  ON c.account_id = s.account_id AND c.metric = s.metric AND c.field = s.field
+ AND c.day = s.day AND c.priority = :priority
+WHERE s.account_id = :account_id AND c.day IS NULL
+  AND (s.sources > 1 OR (s.imported > 0 AND s.imported < s.points))
+ORDER BY s.metric, s.field, s.day
+LIMIT :limit
+
+-- keep_counted_day --
+-- A day as the overlap rule counted it, for one source priority.
+INSERT INTO counted_days (account_id, metric, field, day, priority, points, valued, total,
+                          low, high)
+VALUES (:account_id, :metric, :field, :day, :priority, :points,
+        :valued, :total, :low, :high)
+ON CONFLICT (account_id, metric, field, day, priority) DO UPDATE SET
+    points = excluded.points, valued = excluded.valued, total = excluded.total,
+    low = excluded.low, high = excluded.high
