@@ -211,6 +211,13 @@ class Journal(Protocol):
         Raises HealthlogError if there is no such account. The caller validates the name.
         """
 
+    def set_unit_system(self, account_id: str, unit_system: str) -> None:
+        """Set the units the account's figures are shown in (``metric``, ``imperial``).
+
+        Raises HealthlogError if there is no such account. The caller validates the name
+        (the database refuses any other).
+        """
+
     # --- ingest ---------------------------------------------------------------------
     def insert_delivery(self, new: NewDelivery) -> bool:
         """Journal a delivery as ``pending``, retrying on a busy database.
