@@ -169,6 +169,25 @@ NAMES: dict[str, str] = {
     "heartRateRecovery": "Heart rate recovery",
 }
 
+#: a workout's figure (``reads.figures.Figures``) as a page names it
+FIGURES: dict[str, str] = {
+    "duration": "Duration",
+    "active_energy": "Active energy",
+    "total_energy": "Total energy",
+    "distance": "Distance",
+    "avg_heart_rate": "Average heart rate",
+    "max_heart_rate": "Maximum heart rate",
+    "pace": "Average pace",
+    "speed": "Average speed",
+    "elevation_gain": "Elevation gain",
+    "steps": "Steps",
+    "step_cadence": "Step cadence",
+    "swim_cadence": "Stroke rate",
+    "temperature": "Temperature",
+    "humidity": "Humidity",
+    "intensity": "Intensity",
+}
+
 #: a field's name where it is not the one that stands for the metric
 FIELDS: dict[str, str] = {
     "qty": "",
@@ -276,3 +295,8 @@ def unit_name(unit: str | None, metric: str | None = None) -> str:
     if unit == "count" and metric is not None and metric in _COUNTED:
         return _COUNTED[metric]
     return UNITS.get(unit, unit)
+
+
+def figure_name(figure: str) -> str:
+    """A workout figure's name for people ("Average pace" for ``pace``)."""
+    return FIGURES.get(figure) or generated(figure)

@@ -14,6 +14,8 @@ made of one mixin per question, each in its module:
 * ``counting``: the overlap rule's plumbing (``counted_points``, ``counted_stream``);
 * ``series``: the catalog, a field's series, a day a row;
 * ``sleep``, ``workouts``, ``records``, ``coverage``, ``deliveries``: those questions;
+* ``figures``: a workout's figures (duration, energy, distance, heart rate, pace...),
+  splits, heart-rate zones and weekly totals, in the account's unit system;
 * ``shapes``: the JSON of a workout's head, a record and a delivery, for every interface.
 
 Resolutions are computed in the database (``Journal.point_buckets``), so a read returns
@@ -39,6 +41,17 @@ from healthlog.reads.bounds import local_text, widened
 from healthlog.reads.counting import counted_stream
 from healthlog.reads.coverage import DAILY_SHARE, CoverageReads, find_gaps
 from healthlog.reads.deliveries import DeliveryReads
+from healthlog.reads.figures import (
+    Figure,
+    FigureReads,
+    Figures,
+    UnitSplit,
+    WeekTotal,
+    WorkoutDetail,
+    WorkoutList,
+    Zone,
+    Zones,
+)
 from healthlog.reads.records import RecordReads
 from healthlog.reads.resolution import (
     MAX_BUCKETS,
@@ -73,7 +86,7 @@ from healthlog.reads.values import (
     kind_of,
     unknown_name,
 )
-from healthlog.reads.workouts import Workout, WorkoutReads, route_splits, summarise_route
+from healthlog.reads.workouts import Workout, route_splits, summarise_route
 
 __all__ = [
     "CUMULATIVE",
@@ -83,6 +96,8 @@ __all__ = [
     "MAX_ROWS",
     "WIDTHS",
     "Coverage",
+    "Figure",
+    "Figures",
     "Gap",
     "HeartRateStats",
     "Kind",
@@ -98,8 +113,14 @@ __all__ = [
     "SeriesQuery",
     "Split",
     "TooHeavy",
+    "UnitSplit",
     "UnknownName",
+    "WeekTotal",
     "Workout",
+    "WorkoutDetail",
+    "WorkoutList",
+    "Zone",
+    "Zones",
     "auto_resolution",
     "bucket_count",
     "counted_stream",
@@ -117,6 +138,6 @@ __all__ = [
 ]
 
 
-class Reads(CoverageReads, SeriesReads, SleepReads, WorkoutReads, RecordReads, DeliveryReads):
+class Reads(CoverageReads, SeriesReads, SleepReads, FigureReads, RecordReads, DeliveryReads):
     """The reads of one account's data: ``Reads(journal, account, priority)``, or
     ``Reads.of(journal, account_id, priority)``."""
