@@ -59,7 +59,13 @@ _TARGETS: Final[dict[str, dict[str, str]]] = {
 }
 
 #: a target spelling as a person reads it
-_SHOWN: Final = {"km/hr": "km/h", "mi/hr": "mph", "degC": "°C", "degF": "°F"}
+_SHOWN: Final = {
+    "km/hr": "km/h",
+    "mi/hr": "mph",
+    "degC": "°C",
+    "degF": "°F",
+    "count/min": "bpm",
+}
 
 
 class BadUnitSystem(HealthlogError):

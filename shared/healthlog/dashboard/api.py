@@ -313,6 +313,14 @@ def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
     ]
 
 
+def _up(alt_m: float | None, to: str) -> float | None:
+    """A route fix's altitude (m) in the page's unit of elevation."""
+    if alt_m is None:
+        return None
+    shown = units.convert(alt_m, "m", to)
+    return None if shown is None else round(shown, 1)
+
+
 @api.get("/workouts/<path:identity>")
 def workout(identity: str) -> Any:
     """One workout: its fields, figures, splits, heart-rate zones and series, route
@@ -320,6 +328,7 @@ def workout(identity: str) -> Any:
     chosen = _unit_system()
     detail = _reads().workout_detail(identity, unit_system=chosen)
     w = detail.workout
+    up = units.target(detail.figures.unit_system, "elevation")
     return (
         shapes.workout_head(w)
         | shapes.workout_detail_dict(detail)
@@ -329,7 +338,11 @@ def workout(identity: str) -> Any:
             "series": sorted(w.series),
             "heart_rate": _items(w, "heartRateData"),
             "heart_rate_recovery": _items(w, "heartRateRecovery"),
-            "route": [{"lon": i.lon, "lat": i.lat, "alt": i.alt} for i in w.route()],
+            "route": [
+                {"lon": i.lon, "lat": i.lat, "alt": i.alt, "elevation": _up(i.alt, up)}
+                for i in w.route()
+            ],
+            "elevation_unit": units.shown(up),
             "route_summary": w.route_summary().as_dict(),
         }
     )
