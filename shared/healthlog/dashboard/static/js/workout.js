@@ -77,7 +77,16 @@ HL.start(async () => {
       : "No heart-rate series in this workout." }));
   }
   if (w.route.length) {
-    const lat = w.route.reduce((a, p) => a + p.lat, 0) / w.route.length;
+    const lons = w.route.map((p) => p.lon), lats = w.route.map((p) => p.lat);
+    const lat = lats.reduce((a, b) => a + b, 0) / lats.length;
+    const cos = Math.cos((lat * Math.PI) / 180);
+    // a square around the route, in degrees of latitude, its sides 10 % longer than the
+    // route's longer side (a route due north has no width to autoscale from); plotly
+    // widens one axis to the box's shape, the ratio stays
+    const [west, east] = [Math.min(...lons), Math.max(...lons)];
+    const [south, north] = [Math.min(...lats), Math.max(...lats)];
+    const half = Math.max(north - south, (east - west) * cos, 0.001) * 0.55;
+    const [midLon, midLat] = [(west + east) / 2, (south + north) / 2];
     const up = HL.plotText(w.elevation_unit);
     await Plotly.newPlot(route, [{
       type: "scatter", mode: w.route.length > 1 ? "lines" : "markers", name: "route",
@@ -87,8 +96,9 @@ HL.start(async () => {
     }], Object.assign({}, HL.plotLayout, {
       // a degree of longitude is cos(lat) of a degree of latitude: keep the shape true, at
       // any width (the y range grows to fit when the chart is narrow)
-      xaxis: { title: { text: "longitude" }, scaleanchor: "y", scaleratio: Math.cos((lat * Math.PI) / 180) },
-      yaxis: { title: { text: "latitude" } },
+      xaxis: { title: { text: "longitude" }, scaleanchor: "y", scaleratio: cos,
+        range: [midLon - half / cos, midLon + half / cos] },
+      yaxis: { title: { text: "latitude" }, range: [midLat - half, midLat + half] },
     }), HL.plotConfig);
   } else {
     route.replaceChildren(el("p", { class: "loading", text: "No route in this workout (indoor, or sent without one)." }));
