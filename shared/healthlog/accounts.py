@@ -1,15 +1,16 @@
-"""Accounts: their names, tokens and time zones, and moving them between journals.
+"""Accounts: their names, tokens, time zones and units, and moving them between journals.
 
 The ``healthlog account`` commands are thin over this module:
 
 * ``check_name``: what an account name may be (non-empty, at most ``NAME_MAX`` printable
   characters, no space at either end), checked at ``add`` and at ``import``;
-* ``add``, ``rotate``, ``set_time_zone``: a new token is returned once, only its hash is
-  stored; the journal's refusals come back as errors that say what happened and never
-  carry a token;
+* ``add``, ``rotate``, ``set_time_zone``, ``set_unit_system``: a new token is returned
+  once, only its hash is stored; the journal's refusals come back as errors that say what
+  happened and never carry a token;
 * ``export_lines`` and ``read_lines``/``import_accounts``: every account as a JSON line
-  (id, name, creation time, token hash, time zone), and back into another journal with
-  the same ids, all or nothing;
+  (id, name, creation time, token hash, time zone, unit system), and back into another
+  journal with the same ids, all or nothing (a line without a unit system, written before
+  there were any, is metric);
 * ``find``: an account chosen by name, or by its token (``Token``).
 """
 
@@ -23,7 +24,7 @@ from datetime import datetime
 from typing import IO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from healthlog import tokens
+from healthlog import tokens, units
 from healthlog.errors import (
     AccountError,
     AccountIdTaken,
@@ -37,7 +38,10 @@ from healthlog.model import Account
 
 #: the longest account name
 NAME_MAX = 64
-EXPORT_FIELDS = ("id", "name", "created_at", "token_hash", "time_zone")
+EXPORT_FIELDS = ("id", "name", "created_at", "token_hash", "time_zone", "unit_system")
+#: the fields a line must have to be imported (exports before unit systems had no
+#: ``unit_system``: such an account is metric)
+REQUIRED_FIELDS = EXPORT_FIELDS[:5]
 
 # a fresh 256-bit token that another account holds: never seen, but never printed either
 FRESH_HASH_TAKEN = "the new token is another account's (nothing changed); run the command again"
@@ -145,7 +149,19 @@ def set_time_zone(journal: Journal, name: str, zone: str) -> Account:
         journal.set_time_zone(account.id, zone)
     except AccountNotFound:  # removed since the lookup
         raise AccountNotFound(f"no account named {name!r}") from None
-    return Account(account.id, account.name, account.created_at, zone)
+    return Account(account.id, account.name, account.created_at, zone, account.unit_system)
+
+
+def set_unit_system(journal: Journal, name: str, system: str) -> Account:
+    """Show the account's figures in ``system`` (metric, imperial) from now on."""
+    checked = units.check_system(system)
+    account = find(journal, name)
+    assert account is not None
+    try:
+        journal.set_unit_system(account.id, checked)
+    except AccountNotFound:  # removed since the lookup
+        raise AccountNotFound(f"no account named {name!r}") from None
+    return Account(account.id, account.name, account.created_at, account.time_zone, checked)
 
 
 # --- export and import --------------------------------------------------------------------
@@ -164,6 +180,7 @@ def export_lines(journal: Journal) -> list[str]:
             "created_at": account.created_at.isoformat(),
             "token_hash": token_hash,
             "time_zone": account.time_zone,
+            "unit_system": account.unit_system,
         }
         lines.append(json.dumps(row, ensure_ascii=False) + "\n")
     return lines
@@ -177,7 +194,7 @@ def read_lines(source: Iterable[str], where: str) -> list[tuple[Account, str]]:
             continue
         try:
             row = json.loads(line)
-            values = [row[k] for k in EXPORT_FIELDS]
+            values = [row[k] for k in REQUIRED_FIELDS]
             if not all(isinstance(v, str) and v for v in values):
                 raise ValueError("every field is a non-empty string")
             check_name(row["name"])
@@ -185,10 +202,11 @@ def read_lines(source: Iterable[str], where: str) -> list[tuple[Account, str]]:
             if created_at.tzinfo is None:
                 raise ValueError("created_at has no UTC offset")
             ZoneInfo(row["time_zone"])
-        except (ValueError, KeyError, TypeError, ZoneInfoNotFoundError) as exc:
+            system = units.check_system(row.get("unit_system", units.DEFAULT))
+        except (ValueError, KeyError, TypeError, ZoneInfoNotFoundError, HealthlogError) as exc:
             detail = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
             raise HealthlogError(f"{where}, line {number}: not an account ({detail})") from None
-        account = Account(row["id"], row["name"], created_at, row["time_zone"])
+        account = Account(row["id"], row["name"], created_at, row["time_zone"], system)
         found.append((account, row["token_hash"]))
     return found
 
@@ -275,6 +293,8 @@ def import_accounts(journal: Journal, wanted: list[tuple[Account, str]]) -> Impo
             )
             if account.time_zone != "UTC":
                 journal.set_time_zone(account.id, account.time_zone)
+            if account.unit_system != units.DEFAULT:
+                journal.set_unit_system(account.id, account.unit_system)
         except AccountError as exc:
             # the journal changed since the check above
             label = f"account {account.name!r} ({account.id})"

@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from healthlog import accounts, files, ranges
+from healthlog import accounts, files, ranges, units
 from healthlog.clock import UnknownZone
 from healthlog.config import Settings
 from healthlog.errors import HealthlogError, plotly_missing
@@ -651,10 +651,10 @@ def account_list(as_json: bool) -> None:
         found = opened.journal.accounts()
     data = [
         {"id": a.id, "name": a.name, "created_at": a.created_at.isoformat(),
-         "time_zone": a.time_zone}
+         "time_zone": a.time_zone, "unit_system": a.unit_system}
         for a in found
     ]  # fmt: skip
-    text = "\n".join(f"{shown(a.name)}\t{a.id}\t{a.time_zone}" for a in found)
+    text = "\n".join(f"{shown(a.name)}\t{a.id}\t{a.time_zone}\t{a.unit_system}" for a in found)
     emit(as_json, data, text or "no accounts")
 
 
@@ -674,6 +674,25 @@ def account_set_tz(name: str, zone: str, as_json: bool) -> None:
         changed = accounts.set_time_zone(opened.journal, name, zone)
     data = {"id": changed.id, "name": changed.name, "time_zone": changed.time_zone}
     emit(as_json, data, f"{name}: times without an offset are read in {zone}")
+
+
+@account.command("set-units")
+@click.argument("name")
+@click.argument("system", type=click.Choice(units.SYSTEMS), metavar="metric|imperial")
+@json_option
+def account_set_units(name: str, system: str, as_json: bool) -> None:
+    """Show the account's figures (a workout's distance, pace, energy...) in SYSTEM.
+
+    metric (the default): km, m, km/h, min/km, kcal, °C; imperial: mi, ft, mph, min/mi,
+    kcal, °F. What the phone sent is kept as it was; this is how the dashboard and the
+    MCP tools show it.
+    """
+    from healthlog import store
+
+    with store.opened(obtain_settings(), "write") as opened:
+        changed = accounts.set_unit_system(opened.journal, name, system)
+    data = {"id": changed.id, "name": changed.name, "unit_system": changed.unit_system}
+    emit(as_json, data, f"{name}: figures are shown in {system} units")
 
 
 @account.command("rotate")
@@ -711,10 +730,10 @@ def account_rotate(name: str, as_json: bool) -> None:
 def account_export(output: Path | None) -> None:
     """Write every account as JSON lines, for `healthlog account import` elsewhere.
 
-    Each line: id, name, created_at, token_hash, time_zone. A token hash is the SHA-256
-    of a 256-bit random token and cannot be turned back into it, so the file lets no one
-    send deliveries; keep it private all the same: whoever holds it can tell whether a
-    token they come across belongs to one of these accounts.
+    Each line: id, name, created_at, token_hash, time_zone, unit_system. A token hash is
+    the SHA-256 of a 256-bit random token and cannot be turned back into it, so the file
+    lets no one send deliveries; keep it private all the same: whoever holds it can tell
+    whether a token they come across belongs to one of these accounts.
     """
     from healthlog import store
 

@@ -169,6 +169,25 @@ NAMES: dict[str, str] = {
     "heartRateRecovery": "Heart rate recovery",
 }
 
+#: a workout's figure (``reads.figures.Figures``) as a page names it
+FIGURES: dict[str, str] = {
+    "duration": "Duration",
+    "active_energy": "Active energy",
+    "total_energy": "Total energy",
+    "distance": "Distance",
+    "avg_heart_rate": "Average heart rate",
+    "max_heart_rate": "Maximum heart rate",
+    "pace": "Average pace",
+    "speed": "Average speed",
+    "elevation_gain": "Elevation gain",
+    "steps": "Steps",
+    "step_cadence": "Step cadence",
+    "swim_cadence": "Stroke rate",
+    "temperature": "Temperature",
+    "humidity": "Humidity",
+    "intensity": "Intensity",
+}
+
 #: a field's name where it is not the one that stands for the metric
 FIELDS: dict[str, str] = {
     "qty": "",
@@ -409,3 +428,8 @@ def record_field_rank(section: str, field: str) -> tuple[int, str]:
     shows first (``RECORD_FIELD_ORDER``) in their order, then the rest by name."""
     order = RECORD_FIELD_ORDER.get(section, ())
     return (order.index(field), "") if field in order else (len(order), field.lower())
+
+
+def figure_name(figure: str) -> str:
+    """A workout figure's name for people ("Average pace" for ``pace``)."""
+    return FIGURES.get(figure) or generated(figure)

@@ -74,6 +74,13 @@ TimeZone = Annotated[
     ),
 ]
 ResolutionName = Literal["raw", "minute", "hour", "day", "week", "month"]
+UnitSystemName = Annotated[
+    Literal["metric", "imperial"] | None,
+    Field(
+        description="the units of the workouts' figures: metric (km, m, km/h, s/km, kcal, "
+        "degC) or imperial (mi, ft, mph, s/mi, kcal, degF); default: the account's"
+    ),
+]
 
 
 class BadArgument(HealthlogError):
@@ -481,17 +488,29 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> _Server:
         end: End = None,
         limit: Annotated[int, Field(description="most workouts, 1 to 500")] = 50,
         time_zone: TimeZone = None,
+        unit_system: UnitSystemName = None,
     ) -> CallToolResult:
         """The workouts in a range: identity (for the workout tool), name, start, end,
-        source, duration (s), distance and energy as sent, with their units."""
+        source, duration (s), distance and energy as sent, with their units; figures
+        (duration, distance, energy, pace or speed, heart rate... each with its unit and
+        basis) in one unit system, and totals per ISO week (all of the range's workouts)."""
 
         def work() -> dict[str, Any]:
             top = _limit("limit", limit, 500)
             clock = Clock(account.time_zone, time_zone)
             first, last = clock.range(start, end)
-            rows = [shapes.workout_head(w, clock.show) for w in r.workouts(start=first, end=last)]
+            found = r.workout_list(start=first, end=last, unit_system=unit_system)
+            rows = [
+                shapes.workout_head(w, clock.show) | {"figures": shapes.figures_dict(f)}
+                for w, f in found.workouts
+            ]
             shown, cut = _cut(rows, top, "narrow the range (start, end)")
-            return {"workouts": shown, **cut}
+            return {
+                "unit_system": found.unit_system,
+                "workouts": shown,
+                **cut,
+                "weeks": [shapes.week_dict(t) for t in found.weeks],
+            }
 
         return answer(work)
 
@@ -503,33 +522,33 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> _Server:
         ] = False,
         route_limit: Annotated[int, Field(description="most route fixes, 1 to 2000")] = 500,
         time_zone: TimeZone = None,
+        unit_system: UnitSystemName = None,
     ) -> CallToolResult:
-        """One workout: its fields as sent, heart-rate stats (min/avg/max, bpm) and
-        recovery, splits per km from its route, and a route summary (distance, elevation
-        gain, bounding box); the route's fixes only with include_route."""
+        """One workout: its fields as sent, its figures (duration, energy, distance,
+        average and maximum heart rate, pace or speed, elevation gain...) in one unit
+        system, splits per km or mi from its route, heart-rate zones, heart-rate stats
+        (min/avg/max, bpm) and recovery, and a route summary (distance, elevation gain,
+        bounding box); the route's fixes only with include_route."""
 
         def work() -> dict[str, Any]:
             top = _limit("route_limit", route_limit, 2000)
             clock = Clock(account.time_zone, time_zone)
-            w = r.workout(identity)
+            detail = r.workout_detail(identity, unit_system=unit_system)
+            w = detail.workout
             summary = w.route_summary()
-            out = shapes.workout_head(w, clock.show) | {
-                "body": w.body,
-                "series": sorted(w.series),
-                "heart_rate": _stats(w.heart_rate_stats()),
-                "heart_rate_recovery": _stats(w.heart_rate_stats("heartRateRecovery")),
-                "splits": [
-                    {
-                        "split": s.number,
-                        "distance_m": round(s.distance_m, 1),
-                        "duration_s": s.duration_s,
-                        "pace_s_per_km": s.pace_s_per_km,
-                    }
-                    for s in w.splits()
-                ],
-                "route_summary": summary.as_dict()
-                | {"bbox_is": "min lon, min lat, max lon, max lat (degrees)"},
-            }
+            out = (
+                shapes.workout_head(w, clock.show)
+                | shapes.workout_detail_dict(detail)
+                | {
+                    "unit_system": detail.figures.unit_system,
+                    "body": w.body,
+                    "series": sorted(w.series),
+                    "heart_rate": _stats(w.heart_rate_stats()),
+                    "heart_rate_recovery": _stats(w.heart_rate_stats("heartRateRecovery")),
+                    "route_summary": summary.as_dict()
+                    | {"bbox_is": "min lon, min lat, max lon, max lat (degrees)"},
+                }
+            )
             if include_route:
                 fixes = [
                     {

@@ -47,6 +47,8 @@ class Account:
     created_at: datetime
     # IANA zone for times a body sends without an offset (CSV deliveries)
     time_zone: str = "UTC"
+    # the units its figures are shown in: "metric" or "imperial" (healthlog.units)
+    unit_system: str = "metric"
 
 
 @dataclass(frozen=True, slots=True)

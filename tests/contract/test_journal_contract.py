@@ -16,6 +16,7 @@ from healthlog.errors import (
     AccountNameTaken,
     AccountNotFound,
     Conflict,
+    HealthlogError,
     NoSuchAccount,
     TokenTaken,
 )
@@ -784,6 +785,29 @@ def test_an_account_time_zone_defaults_to_utc_and_can_be_set(journal: Journal) -
     assert stored is not None and stored.time_zone == "Europe/Berlin"
     with pytest.raises(AccountNotFound):
         journal.set_time_zone("no-such-account", "UTC")
+
+
+def test_an_account_unit_system_defaults_to_metric_and_can_be_set(journal: Journal) -> None:
+    """Migration 0020: every read of an account carries it; the database refuses another."""
+    account = journal.add_account("alice", "hash-a")
+    journal.add_account("bob", "hash-b")
+    assert account.unit_system == "metric"
+
+    journal.set_unit_system(account.id, "imperial")
+
+    stored = journal.get_account(account.id)
+    assert stored is not None and stored.unit_system == "imperial"
+    assert journal.account_by_token_hash("hash-a") == stored
+    assert {a.name: a.unit_system for a in journal.accounts()} == {
+        "alice": "imperial",
+        "bob": "metric",
+    }
+    with pytest.raises(AccountNotFound):
+        journal.set_unit_system("no-such-account", "metric")
+    with pytest.raises(HealthlogError):  # the check constraint
+        journal.set_unit_system(account.id, "nautical")
+    stored = journal.get_account(account.id)
+    assert stored is not None and stored.unit_system == "imperial"
 
 
 def test_a_new_token_hash_replaces_the_old_one_at_once(journal: Journal) -> None:

@@ -194,6 +194,41 @@ def test_the_tool_list_and_its_schemas(sqlite_sample: Sample) -> None:
     session(sqlite_sample, work)
 
 
+def test_the_workout_tools_give_the_dashboards_figures(sample: Sample) -> None:
+    """One read of a workout's figures, splits, zones and weekly totals: the MCP tools
+    answer what the dashboard's API answers, in the account's units or those asked for."""
+    from healthlog.dashboard import DashboardOptions, create_app
+
+    url = sample.env["HEALTHLOG_JOURNAL_URL"]
+    journal = SqliteJournal(str(sample.db)) if sample.db else PostgresJournal(url)
+    where = Path(sample.env["HEALTHLOG_ARCHIVE_URL"].removeprefix("file://"))
+    app = create_app(journal, LocalArchive(where), DashboardOptions(account_name="alice"))
+    web = app.test_client()
+    api_run = web.get(f"/api/workouts/{WORKOUT_ID}").get_json()
+    api_mi = web.get(f"/api/workouts/{WORKOUT_ID}?units=imperial").get_json()
+    api_list = web.get("/api/workouts").get_json()
+    journal.close()
+    assert api_run["figures"]["distance"]["value"] == 5.2 and api_run["splits"]
+
+    async def work(s: Session) -> None:
+        run = await s.ok("workout", identity=WORKOUT_ID)
+        assert run["unit_system"] == "metric"
+        for key in ("figures", "splits", "heart_rate_zones"):
+            assert run[key] == api_run[key], key
+        imperial = await s.ok("workout", identity=WORKOUT_ID, unit_system="imperial")
+        assert imperial["figures"] == api_mi["figures"] and imperial["splits"] == api_mi["splits"]
+        assert {sp["unit"] for sp in imperial["splits"]} == {"mi"}
+        listed = await s.ok("workouts")
+        assert listed["weeks"] == api_list["weeks"]
+        assert {w["identity"]: w["figures"] for w in listed["workouts"]} == {
+            w["identity"]: w["figures"] for w in api_list["workouts"]
+        }
+        said = await s.error("workout", identity=WORKOUT_ID, unit_system="nautical")
+        assert "metric" in said and "imperial" in said
+
+    session(sample, work)
+
+
 def test_each_answer_equals_what_export_gives(sample: Sample) -> None:
     steps = export(sample, "--metric", "step_count")
     resting = export(sample, "--metric", "resting_heart_rate")

@@ -436,3 +436,32 @@ def test_a_socket_on_every_ipv6_address_takes_ipv4_clients_too() -> None:
         with socket.create_connection(("127.0.0.1", port), timeout=10):
             accepted, _ = bound.accept()
             accepted.close()
+
+
+def test_account_set_units_is_kept_listed_and_moved(
+    env: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(capsys, "account", "add", "alice")
+    assert run(capsys, "account", "list", "--json")[0]["unit_system"] == "metric"  # the default
+    changed = run(capsys, "account", "set-units", "alice", "imperial", "--json")
+    assert (changed["name"], changed["unit_system"]) == ("alice", "imperial")
+    assert run(capsys, "account", "list").split("\t")[-1].strip() == "imperial"
+    exported = env / "accounts.jsonl"
+    run(capsys, "account", "export", "--output", str(exported))
+    assert json.loads(exported.read_text())["unit_system"] == "imperial"
+    old = {k: v for k, v in json.loads(exported.read_text()).items() if k != "unit_system"}
+    (env / "old.jsonl").write_text(json.dumps(old) + "\n")  # an export made before 0020
+    monkeypatch.setenv("HEALTHLOG_JOURNAL_URL", f"sqlite:///{env}/other.db")
+    run(capsys, "account", "import", str(env / "old.jsonl"))
+    assert [a.unit_system for a, _ in accounts_of(env / "other.db")] == ["metric"]
+
+
+def test_account_set_units_refuses_another_system_naming_the_argument(
+    env: Path, capsys: Any
+) -> None:
+    run(capsys, "account", "add", "alice")
+    assert cli.main(["account", "set-units", "alice", "nautical"]) == 2
+    said = capsys.readouterr().err
+    assert "metric|imperial" in said and "'nautical'" in said
+    assert cli.main(["account", "set-units", "nobody", "metric"]) == 2
+    assert "no account named 'nobody'" in capsys.readouterr().err

@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
-from healthlog import display, ids, ranges, reads, summary_report, watch
+from healthlog import display, ids, ranges, reads, summary_report, units, watch
 from healthlog.archive.port import Archive
 from healthlog.clock import UnknownZone, zone_named
 from healthlog.dashboard.app import DashboardError
@@ -369,10 +369,30 @@ def sleep() -> Any:
     return shapes.sleep_dict(_reads().sleep_figures(**_range()))
 
 
+def _unit_system() -> str | None:
+    """``units``: metric or imperial (400 for another), else None: the account's."""
+    chosen = request.args.get("units")
+    if chosen is not None:
+        try:
+            units.check_system(chosen)
+        except units.BadUnitSystem as exc:
+            raise DashboardError(400, f"units: {exc}") from None
+    return chosen
+
+
 @api.get("/workouts")
 def workouts() -> Any:
-    """The workouts in [start, end), without their series."""
-    return {"workouts": [shapes.workout_head(w) for w in _reads().workouts(**_range())]}
+    """The workouts in [start, end), without their series: each with its figures, and
+    the totals per ISO week, in the account's units (or ``units``)."""
+    chosen = _unit_system()
+    found = _reads().workout_list(**_range(), unit_system=chosen)
+    return {
+        "unit_system": found.unit_system,
+        "workouts": [
+            shapes.workout_head(w) | {"figures": shapes.figures_dict(f)} for w, f in found.workouts
+        ],
+        "weeks": [shapes.week_dict(t) for t in found.weeks],
+    }
 
 
 def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
@@ -387,18 +407,39 @@ def _items(workout: reads.Workout, name: str) -> list[dict[str, Any]]:
     ]
 
 
+def _up(alt_m: float | None, to: str) -> float | None:
+    """A route fix's altitude (m) in the page's unit of elevation."""
+    if alt_m is None:
+        return None
+    shown = units.convert(alt_m, "m", to)
+    return None if shown is None else round(shown, 1)
+
+
 @api.get("/workouts/<path:identity>")
 def workout(identity: str) -> Any:
-    """One workout: its fields, heart-rate series, route (lon/lat/alt) and route summary."""
-    w = _reads().workout(identity)
-    return shapes.workout_head(w) | {
-        "body": w.body,
-        "series": sorted(w.series),
-        "heart_rate": _items(w, "heartRateData"),
-        "heart_rate_recovery": _items(w, "heartRateRecovery"),
-        "route": [{"lon": i.lon, "lat": i.lat, "alt": i.alt} for i in w.route()],
-        "route_summary": w.route_summary().as_dict(),
-    }
+    """One workout: its fields, figures, splits, heart-rate zones and series, route
+    (lon/lat/alt) and route summary."""
+    chosen = _unit_system()
+    detail = _reads().workout_detail(identity, unit_system=chosen)
+    w = detail.workout
+    up = units.target(detail.figures.unit_system, "elevation")
+    return (
+        shapes.workout_head(w)
+        | shapes.workout_detail_dict(detail)
+        | {
+            "unit_system": detail.figures.unit_system,
+            "body": w.body,
+            "series": sorted(w.series),
+            "heart_rate": _items(w, "heartRateData"),
+            "heart_rate_recovery": _items(w, "heartRateRecovery"),
+            "route": [
+                {"lon": i.lon, "lat": i.lat, "alt": i.alt, "elevation": _up(i.alt, up)}
+                for i in w.route()
+            ],
+            "elevation_unit": units.shown(up),
+            "route_summary": w.route_summary().as_dict(),
+        }
+    )
 
 
 @api.get("/sections")

@@ -194,3 +194,11 @@ def conversion(series: str, unit: str) -> Conversion | None:
     # sent -> base -> canonical: base = v*f + o; canonical = (base - o_c) / f_c
     _, c_factor, c_offset = target
     return Conversion(canonical, factor / c_factor, (offset - c_offset) / c_factor)
+
+
+def dimension_of(unit: str) -> tuple[str, float, float] | None:
+    """A unit spelling's dimension (``length``, ``energy``...) with its factor and offset
+    to that dimension's base unit (base = value * factor + offset); None if unknown.
+    ``healthlog.units`` converts figures for people with it, so a spelling is known in
+    one place."""
+    return _KNOWN.get(unit)

@@ -99,6 +99,9 @@ class AccountsSql(SqlBase):
     def set_time_zone(self, account_id: str, time_zone: str) -> None:
         self._change_account("set_time_zone", {"id": account_id, "time_zone": time_zone})
 
+    def set_unit_system(self, account_id: str, unit_system: str) -> None:
+        self._change_account("set_unit_system", {"id": account_id, "unit_system": unit_system})
+
     def token_hash(self, account_id: str) -> str | None:
         row = self._one("token_hash", {"id": account_id})
         return None if row is None else str(row[0])

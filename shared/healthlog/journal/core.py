@@ -51,6 +51,7 @@ STATEMENTS = (
     "add_account",
     "set_token_hash",
     "set_time_zone",
+    "set_unit_system",
     "token_hash",
     "account_by_id",
     "account_by_token_hash",

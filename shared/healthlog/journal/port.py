@@ -229,6 +229,13 @@ class Accounts(AccountReads, Protocol):
         Raises HealthlogError if there is no such account. The caller validates the name.
         """
 
+    def set_unit_system(self, account_id: str, unit_system: str) -> None:
+        """Set the units the account's figures are shown in (``metric``, ``imperial``).
+
+        Raises HealthlogError if there is no such account. The caller validates the name
+        (the database refuses any other).
+        """
+
     def note_refused_token(self, token_hash: str, at: datetime) -> bool:
         """Count a request refused for ``token_hash`` if it is a retired token of an
         account (``set_token_hash`` keeps the one it replaces); False for any other,

@@ -40,8 +40,10 @@ ITEM_VALUES = attrgetter("series", "seq", "t", "qty", "lat", "lon", "alt", "unit
 
 
 def account(row: Sequence[Any]) -> Account:
-    """An account from (id, name, created_at, time_zone)."""
-    return Account(id=row[0], name=row[1], created_at=from_text(row[2]), time_zone=row[3])
+    """An account from (id, name, created_at, time_zone, unit_system)."""
+    return Account(
+        id=row[0], name=row[1], created_at=from_text(row[2]), time_zone=row[3], unit_system=row[4]
+    )
 
 
 def delivery(row: Sequence[Any]) -> Delivery:

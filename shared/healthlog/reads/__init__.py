@@ -18,6 +18,8 @@ made of one mixin per question, each in its module:
 * ``summary``: today, the last 7 days, a month's sparkline and a trend per metric;
 * ``sleep_figures``: bedtime, wake time, time in bed, 7-day averages and the spread of
   bedtime and wake time over nights (``Reads.sleep_figures``);
+* ``figures``: a workout's figures (duration, energy, distance, heart rate, pace...),
+  splits, heart-rate zones and weekly totals, in the account's unit system;
 * ``shapes``: the JSON of a workout's head, a record and its fields, nights and their
   figures, and a delivery, for every interface.
 
@@ -52,6 +54,17 @@ from healthlog.reads.coverage import (
     stretches,
 )
 from healthlog.reads.deliveries import DeliveryReads
+from healthlog.reads.figures import (
+    Figure,
+    FigureReads,
+    Figures,
+    UnitSplit,
+    WeekTotal,
+    WorkoutDetail,
+    WorkoutList,
+    Zone,
+    Zones,
+)
 from healthlog.reads.records import RecordReads
 from healthlog.reads.resolution import (
     MAX_BUCKETS,
@@ -88,7 +101,7 @@ from healthlog.reads.values import (
     unknown_name,
 )
 from healthlog.reads.windows import BadSpan, Span, Window, span_named, today, window
-from healthlog.reads.workouts import Workout, WorkoutReads, route_splits, summarise_route
+from healthlog.reads.workouts import Workout, route_splits, summarise_route
 
 __all__ = [
     "CUMULATIVE",
@@ -101,6 +114,8 @@ __all__ = [
     "BadSpan",
     "Coverage",
     "Direction",
+    "Figure",
+    "Figures",
     "Gap",
     "Glance",
     "HeartRateStats",
@@ -120,9 +135,15 @@ __all__ = [
     "Stretch",
     "TooHeavy",
     "Trend",
+    "UnitSplit",
     "UnknownName",
+    "WeekTotal",
     "Window",
     "Workout",
+    "WorkoutDetail",
+    "WorkoutList",
+    "Zone",
+    "Zones",
     "auto_resolution",
     "bucket_count",
     "counted_stream",
@@ -147,7 +168,7 @@ __all__ = [
 
 
 class Reads(
-    SummaryReads, CoverageReads, SeriesReads, SleepReads, WorkoutReads, RecordReads, DeliveryReads
+    SummaryReads, CoverageReads, SeriesReads, SleepReads, FigureReads, RecordReads, DeliveryReads
 ):
     """The reads of one account's data: ``Reads(journal, account, priority)``, or
     ``Reads.of(journal, account_id, priority)``."""

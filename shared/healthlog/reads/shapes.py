@@ -24,6 +24,7 @@ from healthlog import display
 from healthlog.journal.port import StoredRecord
 from healthlog.model import Delivery, Item, Record
 from healthlog.reads.bounds import local_text
+from healthlog.reads.figures import Figures, UnitSplit, WeekTotal, WorkoutDetail, Zones
 from healthlog.reads.sleep_figures import SleepFigures, Window
 from healthlog.reads.values import MetricInfo, Night
 from healthlog.reads.workouts import Workout
@@ -56,6 +57,70 @@ def workout_head(w: Workout, show: Show = as_is) -> dict[str, Any]:
         "duration_s": duration,
         "location": body.get("location"),
         **{key: body[key] for key in WORKOUT_AMOUNTS if isinstance(body.get(key), dict)},
+    }
+
+
+def figures_dict(f: Figures) -> dict[str, Any]:
+    """A workout's figures: ``unit_system``, and each figure it has as ``{value, unit,
+    basis, display_name}`` (``reads.figures``; basis: sent, series, route or computed;
+    the name for people: ``display.figure_name``); one it has not is absent."""
+    out: dict[str, Any] = {"unit_system": f.unit_system}
+    for name in f.__dataclass_fields__:
+        value = getattr(f, name)
+        if name != "unit_system" and value is not None:
+            out[name] = value.as_dict() | {"display_name": display.figure_name(name)}
+    return out
+
+
+def split_dict(s: UnitSplit) -> dict[str, Any]:
+    """A split of a kilometre or a mile: number, distance (in its unit, and in metres),
+    seconds, pace (seconds per unit)."""
+    return {
+        "split": s.number,
+        "distance": s.distance,
+        "unit": s.unit,
+        "distance_m": round(s.distance_m, 1),
+        "duration_s": s.duration_s,
+        "pace": s.pace,
+        "pace_unit": f"s/{s.unit}",
+    }
+
+
+def zones_dict(z: Zones | None) -> dict[str, Any] | None:
+    """Heart-rate zones: the maximum they are shares of, and each zone's bounds (bpm; None:
+    open), seconds and share of the time counted."""
+    if z is None:
+        return None
+    return {
+        "max_bpm": z.max_bpm,
+        "zones": [
+            {"zone": n.zone, "low_bpm": n.low_bpm, "high_bpm": n.high_bpm,
+             "seconds": n.seconds, "share": n.share}
+            for n in z.zones
+        ],
+    }  # fmt: skip
+
+
+def week_dict(t: WeekTotal) -> dict[str, Any]:
+    """A week's totals of workouts (ISO week on the phone's clock)."""
+    return {
+        "week": t.week,
+        "monday": t.monday,
+        "workouts": t.workouts,
+        "duration_s": t.duration_s,
+        "distance": t.distance,
+        "distance_unit": t.distance_unit,
+        "active_energy": t.active_energy,
+        "energy_unit": t.energy_unit,
+    }
+
+
+def workout_detail_dict(d: WorkoutDetail) -> dict[str, Any]:
+    """What one workout's read adds to its head: its figures, splits and zones."""
+    return {
+        "figures": figures_dict(d.figures),
+        "splits": [split_dict(s) for s in d.splits],
+        "heart_rate_zones": zones_dict(d.zones),
     }
 
 

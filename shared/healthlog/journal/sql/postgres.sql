@@ -41,6 +41,10 @@ UPDATE accounts SET token_hash = %(token_hash)s WHERE id = %(id)s
 -- Set the zone in which an account's offset-less times are read.
 UPDATE accounts SET time_zone = %(time_zone)s WHERE id = %(id)s
 
+-- set_unit_system --
+-- Set the units an account's figures are shown in (metric, imperial).
+UPDATE accounts SET unit_system = %(unit_system)s WHERE id = %(id)s
+
 -- token_hash --
 -- An account's stored token hash.
 SELECT token_hash FROM accounts WHERE id = %(id)s
@@ -48,19 +52,19 @@ SELECT token_hash FROM accounts WHERE id = %(id)s
 -- account_by_id --
 -- One account by its id.
 SELECT id, name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       time_zone
+       time_zone, unit_system
 FROM accounts WHERE id = %(id)s
 
 -- account_by_token_hash --
 -- The account a token hash belongs to.
 SELECT id, name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       time_zone
+       time_zone, unit_system
 FROM accounts WHERE token_hash = %(token_hash)s
 
 -- accounts --
 -- Every account, by name.
 SELECT id, name, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       time_zone
+       time_zone, unit_system
 FROM accounts ORDER BY name
 
 -- insert_delivery --

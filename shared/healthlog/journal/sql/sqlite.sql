@@ -33,21 +33,25 @@ UPDATE accounts SET token_hash = :token_hash WHERE id = :id
 -- Set the zone in which an account's offset-less times are read.
 UPDATE accounts SET time_zone = :time_zone WHERE id = :id
 
+-- set_unit_system --
+-- Set the units an account's figures are shown in (metric, imperial).
+UPDATE accounts SET unit_system = :unit_system WHERE id = :id
+
 -- token_hash --
 -- An account's stored token hash.
 SELECT token_hash FROM accounts WHERE id = :id
 
 -- account_by_id --
 -- One account by its id.
-SELECT id, name, created_at, time_zone FROM accounts WHERE id = :id
+SELECT id, name, created_at, time_zone, unit_system FROM accounts WHERE id = :id
 
 -- account_by_token_hash --
 -- The account a token hash belongs to.
-SELECT id, name, created_at, time_zone FROM accounts WHERE token_hash = :token_hash
+SELECT id, name, created_at, time_zone, unit_system FROM accounts WHERE token_hash = :token_hash
 
 -- accounts --
 -- Every account, by name.
-SELECT id, name, created_at, time_zone FROM accounts ORDER BY name
+SELECT id, name, created_at, time_zone, unit_system FROM accounts ORDER BY name
 
 -- insert_delivery --
 -- Journal a delivery as pending; a second insert of one id changes nothing.

@@ -104,6 +104,15 @@ const HL = (() => {
     return (seconds / 86400).toFixed(1) + " days";
   }
 
+  // seconds as a clock: 5:07, 1:02:09 (a duration, a pace per km or mi)
+  function clock(seconds) {
+    if (seconds === null || seconds === undefined) return "–";
+    const whole = Math.round(Number(seconds));
+    const h = Math.floor(whole / 3600), m = Math.floor((whole % 3600) / 60), s = whole % 60;
+    const two = (n) => String(n).padStart(2, "0");
+    return h ? `${h}:${two(m)}:${two(s)}` : `${m}:${two(s)}`;
+  }
+
   function when(text) {
     if (!text) return "–";
     return text.replace("T", " ").replace(/\.\d+/, "");
@@ -230,6 +239,6 @@ const HL = (() => {
     });
   }
 
-  return { api, el, table, content, say, fail, data, number, bytes, age, when, status, link,
-           start, plotConfig, plotLayout, plotText, remember, spanTitles, spanText };
+  return { api, el, table, content, say, fail, data, number, bytes, age, clock, when, status,
+           link, start, plotConfig, plotLayout, plotText, remember, spanTitles, spanText };
 })();
