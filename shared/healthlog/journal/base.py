@@ -16,11 +16,23 @@ from healthlog.journal.statements import Statements
 T = TypeVar("T")
 
 
+#: the schema version whose migration made counted_days
+COUNTED_DAYS_VERSION = 21
+
+
 class SqlBase:
     """The driver, its statements, and the helpers every part runs its statements by."""
 
     _driver: Driver
     _sql: Statements
+    #: whether the schema has counted_days (migration 0021), read once (None: not yet);
+    #: a journal is migrated before it is written to, except in the migrations' tests
+    _counts_days: bool | None = None
+
+    def _keeps_counted_days(self) -> bool:
+        if self._counts_days is None:
+            self._counts_days = self._driver.schema_version() >= COUNTED_DAYS_VERSION
+        return self._counts_days
 
     @property
     def backend(self) -> str:

@@ -190,6 +190,7 @@ class SqlJournal(AccountsSql, QueueSql, ShowcaseReadsSql):
             return migrations.run(_MigrationSession(self, conn), known, target=target)
 
         migrations.log_applied(self.backend, self._write(work))
+        self._counts_days = None  # the schema may have gained counted_days
 
     def close(self) -> None:
         self._driver.close()
@@ -249,7 +250,8 @@ class _MigrationSession:
                 date.fromisoformat(str(row[0]))
                 for row in conn.execute(sql["day_sum_days"], params).fetchall()
             }
-            keep_days(sql, conn, str(account_id), {str(metric): days})
+            # (migration 0018: counted_days, 0021, does not exist yet)
+            keep_days(sql, conn, str(account_id), {str(metric): days}, counted=False)
 
 
 def _conforms(journal: SqlJournal) -> Journal:

@@ -247,7 +247,8 @@ class QueueSql(SqlBase):
         ranges = touched_days(points, by_series)
         params = {**layer._asdict(), **IMPORTS}
         found = conn.execute(self._sql["metric_bars"], params).fetchall() if points else []
-        tally = DayTally(self._sql, layer, {str(m): bar for m, bar in found}, ranges)
+        bars = {str(m): bar for m, bar in found}
+        tally = DayTally(self._sql, layer, bars, ranges, counted=self._keeps_counted_days())
         tally.count_before(conn)
         return tally
 

@@ -196,11 +196,17 @@ def staying(bucket: str) -> str:
 
 
 def keep_days(
-    sql: Statements, conn: Connection, account_id: str, days_of: dict[str, set[date]]
+    sql: Statements,
+    conn: Connection,
+    account_id: str,
+    days_of: dict[str, set[date]],
+    *,
+    counted: bool = True,
 ) -> None:
     """Recompute point_day_sums for ``days_of`` (metric -> days of the phone's clock),
     each run of days cleared and summed again from its points; a cumulative metric's
-    runs reach ``clock.SPREAD_SPAN`` further, for the days its samples spread onto."""
+    runs reach ``clock.SPREAD_SPAN`` further, for the days its samples spread onto.
+    Their counted days go too (``counted``: False in a migration before 0021's table)."""
     if not days_of:
         return
     imports = conn.execute(
@@ -234,7 +240,8 @@ def keep_days(
                 **IMPORTS,
             }
             conn.execute(sql["clear_day_sums"], params)
-            conn.execute(sql["clear_counted_days"], params)  # the fold counts them again
+            if counted:  # the fold counts them again
+                conn.execute(sql["clear_counted_days"], params)
             conn.execute(spreading if cumulative else plain, params)
             if cumulative:
                 _add_day_parts(sql, conn, account_id, metric, first, last, imported)
@@ -317,8 +324,11 @@ class DayTally:
         layer: Layer,
         bars: dict[str, str],
         ranges: dict[str, list[tuple[str, str]]],
+        *,
+        counted: bool = True,
     ) -> None:
         self._sql = sql
+        self._counted = counted  # the schema keeps counted_days
         self._query = self._sql.render("day_tally", day=self._sql["bucket_day"])
         self._layer = layer
         self._bars = bars
@@ -362,7 +372,7 @@ class DayTally:
                 days_of.setdefault(metric, set()).add(date.fromisoformat(day))
             except ValueError:
                 continue  # not a day (a start stored as it came): no time to sum it by
-        keep_days(self._sql, conn, self._layer.account_id, days_of)
+        keep_days(self._sql, conn, self._layer.account_id, days_of, counted=self._counted)
 
     def count_after(self, conn: Connection) -> None:
         self._after = after = self._read(conn)
