@@ -158,3 +158,22 @@ def test_a_range_is_kept_in_the_address_and_its_arrows_move_it(driver: Any, site
     assert driver.find_element("id", "shown").text == shown
     assert driver.find_element("css selector", "button.span[aria-pressed='true']").text == "W"
     assert not browser.console_errors(driver)
+
+
+def test_the_sleep_page_takes_the_same_ranges(driver: Any, site: Site) -> None:
+    """Opened on the last month of nights; W is the last 7 nights, ‹ the 7 before; the
+    range is in the address."""
+    visit(driver, site.url, "/sleep", None, "sleep")
+    pressed = driver.find_element("css selector", "button.span[aria-pressed='true']")
+    assert pressed.text == "M"
+    nights = "return document.querySelectorAll('#content table tbody tr').length"
+    month = driver.execute_script(nights)
+    assert 25 <= month <= 31  # the trip: 3 nights without
+    driver.find_element("css selector", "button.span[data-range='W']").click()
+    browser.wait_until(driver, lambda d: d.execute_script(nights) == 7, 10, "W is not 7 nights")
+    assert "range=W" in driver.current_url
+    before = driver.current_url
+    driver.find_element("id", "earlier").click()
+    browser.wait_until(driver, lambda d: d.current_url != before, 10, "‹ moved nothing")
+    assert driver.find_element("id", "later").get_attribute("disabled") is None
+    assert not browser.console_errors(driver)

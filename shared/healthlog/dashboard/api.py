@@ -365,8 +365,17 @@ def coverage() -> Any:
 @api.get("/sleep")
 def sleep() -> Any:
     """Sleep per night: hours per stage, from the source with the most sleep that night,
-    bedtime, wake time and the 7-day average; the 7- and 30-day windows' figures."""
-    return shapes.sleep_dict(_reads().sleep_figures(**_range()))
+    bedtime, wake time and the 7-day average; the 7- and 30-day windows' figures. Over
+    [start, end), or a ``range`` (D, W, M, 6M, Y, All) ending ``until`` (default: the
+    last night), as the metric page's (``Reads.span_window``)."""
+    r = _reads()
+    bounds, chosen = _range(), None
+    span, anchor = _span()
+    if span is not None and any(i.metric == "sleep_analysis" for i in r.catalog()):
+        chosen = r.span_window("sleep_analysis", span, anchor, every_field=True)
+        bounds = {"start": _day(chosen.start), "end": _day(chosen.end)}
+    found = shapes.sleep_dict(r.sleep_figures(**bounds))
+    return found | {"window": None if chosen is None else _window(chosen), **_shown(bounds)}
 
 
 def _unit_system() -> str | None:

@@ -188,10 +188,9 @@ class SeriesReads(Counting):
         resolution = query.resolution
         chosen = None
         if query.span is not None:
-            main = self.main_field(query.metric, query.field, catalog=catalog)
-            zone = self.account.time_zone
-            last = day_of(main.last, zone)
-            chosen = window(query.span, query.anchor or last, day_of(main.first, zone), last)
+            chosen = self.span_window(
+                query.metric, query.span, query.anchor, field_=query.field, catalog=catalog
+            )
             start, end = midnight(chosen.start), midnight(chosen.end)
             resolution = resolution or chosen.resolution(kind_of(query.metric))
         info = self.range_field(
@@ -213,6 +212,32 @@ class SeriesReads(Counting):
             info=info,
         )
         return SeriesAnswer(found, info, catalog, chosen)
+
+    def span_window(
+        self,
+        metric: str,
+        span: Span,
+        anchor: date | None = None,
+        *,
+        field_: str | None = None,
+        catalog: Sequence[MetricInfo] | None = None,
+        every_field: bool = False,
+    ) -> Window:
+        """The days ``span`` shows of ``metric`` (``windows.window``): ending on
+        ``anchor``, by default the field's last day with data, and its arrows bounded by
+        the field's first and last days (on the account's zone: the catalog keeps no
+        offset); ``every_field``: those of all the metric's fields (sleep's nights come
+        as stages, totals or segments). The one place a chart page's range becomes days
+        (a metric, sleep)."""
+        if every_field:
+            infos = self.metric_fields(metric, catalog)
+            first, latest = min(i.first for i in infos), max(i.last for i in infos)
+        else:
+            main = self.main_field(metric, field_, catalog=catalog)
+            first, latest = main.first, main.last
+        zone = self.account.time_zone
+        last = day_of(latest, zone)
+        return window(span, anchor or last, day_of(first, zone), last)
 
     def series(
         self,

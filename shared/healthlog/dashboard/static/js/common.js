@@ -138,6 +138,33 @@ const HL = (() => {
     return `${f(first, first.getUTCFullYear() !== last.getUTCFullYear())} – ${f(last, true)}`;
   }
 
+  // the ranges as the Health app offers them (D W M 6M Y All) and the arrows to the range
+  // before and after: pick(range) when one is chosen, move(until) for an arrow; show()
+  // marks the range a reply's window says and the days it shows (reads.windows)
+  function rangeControl(pick, move) {
+    const spans = ["D", "W", "M", "6M", "Y", "All"].map((r) =>
+      el("button", { type: "button", class: "span", "data-range": r, text: r,
+                     "aria-pressed": "false", title: spanTitles[r] }));
+    const earlier = el("button", { type: "button", id: "earlier", text: "‹", title: "earlier" });
+    const later = el("button", { type: "button", id: "later", text: "›", title: "later" });
+    const shown = el("span", { id: "shown", class: "advice" });
+    let current = null;
+    for (const b of spans) b.addEventListener("click", () => pick(b.dataset.range));
+    for (const [button, key] of [[earlier, "earlier"], [later, "later"]]) {
+      button.addEventListener("click", () => { if (current && current[key]) move(current.range, current[key]); });
+    }
+    function show(w, start, end) {
+      current = w;
+      for (const b of spans) b.setAttribute("aria-pressed", String(Boolean(w) && b.dataset.range === w.range));
+      earlier.disabled = !(w && w.earlier);
+      later.disabled = !(w && w.later);
+      shown.textContent = w && w.range === "All" ? "all the data" : spanText(start, end);
+    }
+    const node = el("div", { class: "controls ranges", role: "group", "aria-label": "range" },
+      earlier, el("span", { class: "segmented" }, spans), later, shown);
+    return { node, show };
+  }
+
   function status(value) {
     return el("span", { class: "status " + value, text: value });
   }
@@ -240,5 +267,5 @@ const HL = (() => {
   }
 
   return { api, el, table, content, say, fail, data, number, bytes, age, clock, when, status,
-           link, start, plotConfig, plotLayout, plotText, remember, spanTitles, spanText };
+           link, start, plotConfig, plotLayout, plotText, remember, spanTitles, spanText, rangeControl };
 })();

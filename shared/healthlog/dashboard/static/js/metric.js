@@ -33,15 +33,20 @@ HL.start(async () => {
   resolution.value = state.resolution;
   const info = el("span", { id: "info", class: "advice" });
   const stored = el("code", { id: "stored", title: "the stored metric, field and unit" });
-  const spans = ["D", "W", "M", "6M", "Y", "All"].map((r) =>
-    el("button", { type: "button", class: "span", "data-range": r, text: r,
-                   "aria-pressed": "false", title: HL.spanTitles[r] }));
-  const earlier = el("button", { type: "button", id: "earlier", text: "‹", title: "earlier" });
-  const later = el("button", { type: "button", id: "later", text: "›", title: "later" });
-  const shown = el("span", { id: "shown", class: "advice" });
+  const ranges = HL.rangeControl((range) => {
+    state.range = range;
+    state.start = state.end = null;
+    // a span keeps the day it ends on; after a zoom, the day the zoom ends on
+    if (zoomed && state.end) state.until = String(state.end).slice(0, 10);
+    zoomed = false;
+    load().catch(HL.fail);
+  }, (range, until) => {
+    state.range = range;
+    state.until = until;
+    load().catch(HL.fail);
+  });
   HL.content(
-    el("div", { class: "controls ranges", role: "group", "aria-label": "range" },
-      earlier, el("span", { class: "segmented" }, spans), later, shown),
+    ranges.node,
     el("div", { class: "controls" },
       el("label", {}, "field ", field), el("label", {}, "source ", source),
       el("label", {}, "resolution ", resolution), info),
@@ -50,7 +55,6 @@ HL.start(async () => {
     el("p", { class: "advice", text: "Drag to zoom, double-click to zoom out; the resolution follows the visible range." }));
 
   let drawn = false;
-  let lastWindow = null;  // the span shown, with the anchors its arrows move to
   let zoomed = false;
   let busy = 0;
 
@@ -136,13 +140,8 @@ HL.start(async () => {
     const s = await HL.api("series", Object.assign({ metric }, asked));
     if (ticket !== busy) return; // a newer zoom is on its way
     const w = s.window;
-    for (const b of spans) b.setAttribute("aria-pressed", String(Boolean(w) && b.dataset.range === w.range));
-    earlier.disabled = !(w && w.earlier);
-    later.disabled = !(w && w.later);
-    shown.textContent = w && w.range === "All" ? "all the data"
-      : HL.spanText(s.start, s.end);
+    ranges.show(w, s.start, s.end);
     if (w) state.until = w.until;
-    lastWindow = w;
     if (!field.options.length) {
       // a person's name for each field, the stored one beside it (the API's both)
       for (const f of s.fields) {
@@ -195,24 +194,6 @@ HL.start(async () => {
 
   for (const [select, key] of [[source, "source"], [field, "field"], [resolution, "resolution"]]) {
     select.addEventListener("change", () => { state[key] = select.value; load().catch(HL.fail); });
-  }
-  for (const b of spans) {
-    b.addEventListener("click", () => {
-      state.range = b.dataset.range;
-      state.start = state.end = null;
-      // a span keeps the day it ends on; after a zoom, the day the zoom ends on
-      if (zoomed && state.end) state.until = String(state.end).slice(0, 10);
-      zoomed = false;
-      load().catch(HL.fail);
-    });
-  }
-  for (const [button, key] of [[earlier, "earlier"], [later, "later"]]) {
-    button.addEventListener("click", () => {
-      if (!lastWindow || !lastWindow[key]) return;
-      state.range = lastWindow.range;
-      state.until = lastWindow[key];
-      load().catch(HL.fail);
-    });
   }
   await load();
 });

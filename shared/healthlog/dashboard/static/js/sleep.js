@@ -2,14 +2,30 @@
 // Sleep (GET /api/sleep): the 7- and 30-day figures, a stacked bar a night (a night a
 // category on the axis, so sparse nights keep wide bars) with the 7-day average as a
 // line, and a table of the nights. The figures are the server's (reads/sleep_figures.py).
+// The nights of a range as the Health app offers them (D W M 6M Y All, the last month by
+// default), kept in the URL as the metric page's are.
 HL.start(async () => {
+  const here = new URLSearchParams(window.location.search);
+  const state = { range: here.get("range") || "M", until: here.get("until") };
+  const ranges = HL.rangeControl((range) => { state.range = range; draw().catch(HL.fail); },
+    (range, until) => { state.range = range; state.until = until; draw().catch(HL.fail); });
+  async function draw() {
+    HL.remember({ range: state.range, until: state.until });
+    const reply = await HL.api("sleep", { range: state.range, until: state.until });
+    ranges.show(reply.window, reply.start, reply.end);
+    if (reply.window) state.until = reply.window.until;
+    await drawn(reply);
+  }
+  await draw();
+
+  async function drawn({ nights, windows }) {
   const { el } = HL;
-  const { nights, windows } = await HL.api("sleep");
   if (!nights.length) {
-    HL.say("No sleep data yet (sleep_analysis).");
-    HL.content();
+    HL.say("No sleep data in this range (sleep_analysis).");
+    HL.content(ranges.node);
     return;
   }
+  HL.say("");
   const order = ["deep", "core", "rem", "asleep", "awake"];
   const colours = { deep: "#1f3f8f", core: "#2f6fdb", rem: "#7fb0ff", asleep: "#5a8f6f",
                     awake: "#f0a040" };
@@ -31,7 +47,7 @@ HL.start(async () => {
   const rows = nights.slice().reverse().map((n) => [n.night, HL.number(n.in_bed_h), HL.number(n.asleep_h),
     ...stages.map((s) => HL.number(n.stages[s])), n.bedtime || "–", n.wake_time || "–",
     HL.number(n.asleep_7d_h), n.source || "(no source)"]);
-  HL.content(cards, chart, el("p", { class: "advice", text:
+  HL.content(ranges.node, cards, chart, el("p", { class: "advice", text:
       "± is the spread (standard deviation) of bedtime and wake time over the window's nights." }),
     el("h2", { text: "Nights" }),
     el("div", { class: "scroll" }, HL.table(headers, rows, [1, 2, ...stages.map((_, i) => i + 3), headers.length - 2])));
@@ -57,4 +73,5 @@ HL.start(async () => {
     legend: { orientation: "h", y: 1.02, yanchor: "bottom" },
     margin: Object.assign({}, HL.plotLayout.margin, { t: 70 }),
   }), HL.plotConfig);
+  }
 });
