@@ -177,3 +177,31 @@ def test_the_sleep_page_takes_the_same_ranges(driver: Any, site: Site) -> None:
     browser.wait_until(driver, lambda d: d.current_url != before, 10, "‹ moved nothing")
     assert driver.find_element("id", "later").get_attribute("disabled") is None
     assert not browser.console_errors(driver)
+
+
+def test_the_colours_follow_the_systems_dark_setting(driver: Any, site: Site) -> None:
+    """With the system's dark setting the page and its charts are dark, with light text."""
+
+    def luminance(css: str) -> float:
+        r, g, b = (int(v) for v in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+        return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+    colours = (
+        "const s = getComputedStyle(document.body);"
+        "const plot = document.querySelector('.js-plotly-plot .main-svg');"
+        "return [s.backgroundColor, s.color, plot ? getComputedStyle(plot).backgroundColor"
+        " || plot.style.background : null]"
+    )
+    try:
+        for scheme, dark in (("light", False), ("dark", True)):
+            driver.execute_cdp_cmd(
+                "Emulation.setEmulatedMedia",
+                {"features": [{"name": "prefers-color-scheme", "value": scheme}]},
+            )
+            visit(driver, site.url, "/metrics/step_count", None, "steps")
+            background, text, chart = driver.execute_script(colours)
+            assert (luminance(background) < 0.2) is dark, (scheme, background)
+            assert (luminance(text) > 0.7) is dark, (scheme, text)
+            assert chart is not None and (luminance(chart) < 0.2) is dark, (scheme, chart)
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
