@@ -89,3 +89,13 @@ def test_a_day_of_one_source_needs_no_count(journal: Journal, seed: Seed) -> Non
     seed.fold(seed.delivery(), [point("2026-03-01T08:00:00.000000Z", 5.0)])
     assert journal.uncounted_days(account_id=account.id, priority="watch", limit=5) == []
     assert service(journal).count_days() == 0
+
+
+def test_no_count_begins_without_the_time_for_it(journal: Journal, seed: Seed) -> None:
+    """A Lambda's pass near its end leaves the days to the next pass."""
+    account = seed.account()
+    seed.fold(seed.delivery(), steps("2026-03-01", 100, 90))
+    assert service(journal).count_days(time_left=lambda: 4.0) == 0
+    priority = overlap.DEFAULT.key
+    assert len(journal.uncounted_days(account_id=account.id, priority=priority, limit=5)) == 1
+    assert service(journal).count_days(time_left=lambda: 60.0, margin_s=10.0) == 1

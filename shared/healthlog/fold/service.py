@@ -28,6 +28,8 @@ logger = logging.getLogger("healthlog.fold")
 #: the most days an account's count takes a pass (about 15 ms a day of two sources'
 #: minutes): a year of them is counted over a few passes, each short
 COUNT_DAYS = 120
+#: the time an account's count may take at most (120 days of two sources' minutes)
+COUNT_RESERVE_S = 5.0
 
 
 def make_player(journal: Journal, archive: Archive, settings: Settings) -> Player:
@@ -51,12 +53,22 @@ class FoldService:
         self._lock = threading.Lock()
         self._again = threading.Event()
 
-    def count_days(self, limit: int = COUNT_DAYS) -> int:
+    def count_days(
+        self,
+        limit: int = COUNT_DAYS,
+        *,
+        time_left: Callable[[], float] | None = None,
+        margin_s: float = 0.0,
+    ) -> int:
         """Count by the overlap rule the days that need it and keep them (``counted_days``,
         docs/database.md): at most ``limit`` an account a pass, under the fold's lock, so
-        no write changes a day between its count and its row. The number kept."""
+        no write changes a day between its count and its row; no account begun with less
+        than ``COUNT_RESERVE_S`` of ``time_left`` past ``margin_s`` (a Lambda's time: the
+        next pass goes on). The number kept."""
         kept = 0
         for account in self.journal.accounts():
+            if time_left is not None and time_left() - margin_s < COUNT_RESERVE_S:
+                break
             found = Reads(self.journal, account, self.priority).count_days(limit)
             self.journal.keep_counted_days(account.id, self.priority.key, found)
             kept += len(found)
@@ -98,7 +110,7 @@ class FoldService:
                     if report.stopped is not None:
                         break
                 if report.stopped is None:
-                    self.count_days()
+                    self.count_days(time_left=time_left, margin_s=margin_s)
                 return report
         finally:
             self._lock.release()

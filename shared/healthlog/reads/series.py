@@ -610,6 +610,8 @@ class SeriesReads(Counting):
         due = self.journal.uncounted_days(
             account_id=self.account.id, priority=self.priority.key, limit=limit
         )
+        if not due:
+            return []
         by_field: dict[tuple[str, str], list[str]] = defaultdict(list)
         for metric, field_, day in due:
             by_field[(metric, field_)].append(day)
