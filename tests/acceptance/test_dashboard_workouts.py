@@ -26,17 +26,6 @@ WIDTHS = (1280, 390)
 
 
 @pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    why = browser.missing_browser()
-    if why is not None:
-        if browser.browser_required():
-            pytest.fail(f"the browser tests must run in CI: {why}")
-        pytest.skip(why)
-    with browser.chromium(tmp_path_factory.mktemp("chromium-profile")) as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("workouts")
     build(folder)
