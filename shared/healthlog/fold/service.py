@@ -21,7 +21,6 @@ from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass, PassReport
 from healthlog.fold.player import Player, PlayOptions
 from healthlog.journal.port import Journal
-from healthlog.reads import Reads
 
 logger = logging.getLogger("healthlog.fold")
 
@@ -65,6 +64,10 @@ class FoldService:
         no write changes a day between its count and its row; no account begun with less
         than ``COUNT_RESERVE_S`` of ``time_left`` past ``margin_s`` (a Lambda's time: the
         next pass goes on). The number kept."""
+        # the read model is imported here, not at the top: a fold's cold start (the
+        # Lambda's) needs none of it until a pass has folded everything (76 ms)
+        from healthlog.reads import Reads
+
         kept = 0
         for account in self.journal.accounts():
             if time_left is not None and time_left() - margin_s < COUNT_RESERVE_S:
