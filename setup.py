@@ -3,7 +3,7 @@
 Everything else is in pyproject.toml. ``functions/<target>/main.py`` is the source the
 functions are deployed from (template.yaml's CodeUri) and served from in a checkout;
 a built wheel carries a copy of each as ``healthlog/_functions/<target>/main.py``,
-which ``healthlog.launcher.function_source`` serves when there is no checkout.
+which ``healthlog.local.launcher.function_source`` serves when there is no checkout.
 """
 
 from __future__ import annotations

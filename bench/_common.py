@@ -2,8 +2,8 @@
 profiles and servers.
 
 A benchmark prints one JSON object to stdout (``emit``) and everything else to stderr
-(``note``). Servers are started, awaited and stopped by ``healthlog.launcher``, as the
-local stack's and the tests' are: ``python -m healthlog.localserver`` (functions-framework's
+(``note``). Servers are started, awaited and stopped by ``healthlog.local.launcher``, as the
+local stack's and the tests' are: ``python -m healthlog.local.server`` (functions-framework's
 Flask app and gunicorn server) on 127.0.0.1, serving ``functions/<target>/main.py`` or
 the no-op from ``bench/``. ``healthlog`` is imported from the venv, where it is
 installed editable (``make bench`` runs ``.venv/bin/python``).
@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from healthlog import ids, launcher
+from healthlog import ids
 from healthlog.journal.core import SqlJournal
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.rows import to_text
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.launcher import clean_env as clean_env  # the tests' and the benchmarks' one
+from healthlog.local import launcher
+from healthlog.local.launcher import clean_env as clean_env  # the tests' and the benchmarks' one
 from healthlog.model import NewDelivery, ParseStatus, Point
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -388,7 +389,7 @@ def ranked_functions(
 
 
 class Server(launcher.FunctionServer):
-    """A function server (``healthlog.launcher.FunctionServer``) and what it costs."""
+    """A function server (``healthlog.local.launcher.FunctionServer``) and what it costs."""
 
     def worker_pids(self) -> list[int]:
         """The processes that serve requests: gunicorn's workers, else the process itself."""

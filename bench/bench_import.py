@@ -5,7 +5,7 @@ context, steps, energy in kJ, sleep, HRV with 39 beats, a workout an hour) of ab
 ``--mb`` MB and of 100 MB, zips each as the phone does (``apple_health_export/``), and
 for each, in fresh processes:
 
-* **the import**: ``healthlog.importer.import_export`` of the zip into a fresh SQLite
+* **the import**: ``healthlog.ops.importer.import_export`` of the zip into a fresh SQLite
   journal and local archive (the embedded default): checked, archived (copied, fsynced),
   journalled, and folded in steps of ``HEALTHLOG_FOLD_STEP_POINTS`` (the default,
   50 000 points): every point upserted under its layer with the day counts and extents,
@@ -47,7 +47,7 @@ TARGET_RSS_MB = 32.0
 _IMPORT = """
 import json, resource, sqlite3, sys, time
 from pathlib import Path
-from healthlog import importer
+from healthlog.ops import importer
 from healthlog.archive.local import LocalArchive
 from healthlog.config import Settings
 from healthlog.journal.sqlite import SqliteJournal

@@ -1,6 +1,6 @@
 """Ingest over real HTTP against two floors, functions served the same way.
 
-Every server runs ``python -m healthlog.localserver`` on 127.0.0.1; a few client threads,
+Every server runs ``python -m healthlog.local.server`` on 127.0.0.1; a few client threads,
 each with its own keep-alive session, POST the same HAE-like body for a fixed time. The
 servers, for each body size:
 
@@ -67,9 +67,10 @@ from _common import (
     ranked_functions,
     rounded,
 )
-from healthlog import tokens, wiring
+from healthlog import tokens
 from healthlog.config import Settings
 from healthlog.ingest import IngestRequest, Reply, accept
+from healthlog.ops import wiring
 
 TARGET_RATIO = 0.70
 #: ingest's p99 may be at most this many times the no-op's

@@ -158,7 +158,7 @@ def dashboard(
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``healthlog dashboard`` on 127.0.0.1:port over the journal and archive in ``folder``
     (its output in ``folder/dashboard-<port>.log``); ``without``: modules it cannot import."""
-    from healthlog import launcher
+    from healthlog.local import launcher
 
     env = launcher.clean_env(
         {

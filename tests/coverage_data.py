@@ -17,7 +17,7 @@ import sys
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from healthlog import importer, tokens
+from healthlog import tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.archive.port import Archive
 from healthlog.config import Settings
@@ -25,6 +25,7 @@ from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
 from healthlog.journal.port import Journal
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.ops import importer
 
 from tests import export_gen
 from tests.conftest import Phone, metrics_body

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from healthlog.launcher import free_port
+from healthlog.local.launcher import free_port
 
 from tests import browser
 from tests.realistic_data import build

@@ -28,12 +28,13 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from healthlog import ids, importer, tokens
+from healthlog import ids, tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.ops import importer
 
 from tests import export_gen
 from tests.conftest import Phone, metrics_body

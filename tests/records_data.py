@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from healthlog import importer, tokens
+from healthlog import tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.ops import importer
 
 from tests.conftest import Phone, metrics_body
 

@@ -20,9 +20,10 @@ import json
 import logging
 from typing import Any
 
-from healthlog import log, secrets
+from healthlog import log
 from healthlog.config import WAKE_HEADER, Settings
 from healthlog.fold.service import FoldService
+from healthlog.ops import secrets
 
 # on top of one delivery's deadline: the time to write its outcome and return
 LAMBDA_MARGIN_S = 10.0
@@ -30,7 +31,7 @@ LAMBDA_MARGIN_S = 10.0
 
 @functools.cache
 def _service() -> FoldService:
-    from healthlog import wiring
+    from healthlog.ops import wiring
 
     settings = _settings()
     log.setup(settings.log_level)
@@ -104,7 +105,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     bucket's lifecycle rule, not this, aborts incomplete uploads).
     """
     if isinstance(event, dict) and event.get("healthlog") == RECONCILE_EVENT["healthlog"]:
-        from healthlog import reconcile
+        from healthlog.ops import reconcile
 
         service = _service()
         found = reconcile.reconcile(

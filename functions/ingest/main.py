@@ -9,7 +9,7 @@ SQLite connection nor a boto3 client may cross a fork.
 
 Two entry points: ``ingest``, the functions-framework target (the local stack), and
 ``handler``, the Lambda handler behind a Function URL (payload format 2.0). Both answer
-``GET /health`` (``healthlog.health``: no token, no data) and take deliveries on
+``GET /health`` (``healthlog.ops.health``: no token, no data) and take deliveries on
 every other path.
 """
 
@@ -20,10 +20,11 @@ import io
 import threading
 from typing import TYPE_CHECKING, Any
 
-from healthlog import health, log, secrets, wiring
 from healthlog import ingest as core
+from healthlog import log
 from healthlog.config import Settings
 from healthlog.ingest import IngestDeps, IngestRequest, Reply
+from healthlog.ops import health, secrets, wiring
 
 if TYPE_CHECKING:
     import flask

@@ -1,10 +1,10 @@
 """The watch function: one evaluation of the watch's rules per invocation.
 
-A thin adapter over ``healthlog.watch.Watcher``, like the fold's: the settings (the
+A thin adapter over ``healthlog.ops.watch.Watcher``, like the fold's: the settings (the
 journal URL from its SSM parameter) and the journal are opened once per process (cold
 start); ``handler`` is the Lambda entry point (an EventBridge schedule, template.yaml's
 ``WatchFunction``), ``watch`` the functions-framework target. Notices go through
-``healthlog.watch_aws.send``: the stack's SNS topic (``sns-topic://<ARN>`` in
+``healthlog.ops.watch_aws.send``: the stack's SNS topic (``sns-topic://<ARN>`` in
 ``HEALTHLOG_NOTIFY_URLS``), apprise for any other URL where apprise is installed.
 
 Each target is told once when a rule starts to hold and once when it stops; what each
@@ -20,10 +20,11 @@ import json
 import logging
 from typing import Any
 
-from healthlog import log, secrets, watch_aws
+from healthlog import log
 from healthlog.config import Settings
 from healthlog.journal.port import Journal
-from healthlog.watch import Report, Watcher
+from healthlog.ops import secrets, watch_aws
+from healthlog.ops.watch import Report, Watcher
 
 logger = logging.getLogger("healthlog.watch")
 
@@ -35,7 +36,7 @@ def _settings() -> Settings:
 
 @functools.cache
 def _journal() -> Journal:
-    from healthlog import wiring
+    from healthlog.ops import wiring
 
     settings = _settings()
     log.setup(settings.log_level)

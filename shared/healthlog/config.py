@@ -11,29 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
 
 from healthlog import urls
 from healthlog.errors import ConfigError
-
-#: where cumulative samples of several sources overlap, which counts first (rule 2 of
-#: healthlog.overlap): the Watch, then the iPhone, then the others
-DEFAULT_SOURCE_PRIORITY = "watch,iphone"
-
-
-def priority_fragments(text: str) -> tuple[str, ...]:
-    """``"watch,iphone"`` as its name fragments, first first, folded; ConfigError if none."""
-    fragments = tuple(part.strip().casefold() for part in text.split(",") if part.strip())
-    if not fragments:
-        raise ConfigError(
-            "HEALTHLOG_SOURCE_PRIORITY: give name fragments separated by commas,"
-            " for example watch,iphone"
-        )
-    return fragments
-
-
-if TYPE_CHECKING:
-    from healthlog.overlap import SourcePriority
+from healthlog.priority import DEFAULT_SOURCE_PRIORITY, SourcePriority, priority_fragments
 
 MB = 1024 * 1024
 DEFAULT_JOURNAL_URL = "sqlite:///var/healthlog.db"
@@ -45,7 +26,7 @@ class Settings:
     journal_url: str = DEFAULT_JOURNAL_URL
     # AWS: the name of an SSM SecureString parameter holding the journal URL (it carries
     # the database password, so it is kept out of the function's environment); read once
-    # at cold start by ``healthlog.secrets.resolve`` when ``journal_url`` is not set
+    # at cold start by ``healthlog.ops.secrets.resolve`` when ``journal_url`` is not set
     journal_url_parameter: str = ""
     # where bodies are archived: file://var/archive or s3://bucket/prefix
     archive_url: str = "file://var/archive"
@@ -53,7 +34,7 @@ class Settings:
     s3_endpoint_url: str = ""
     # bodies larger than this get 413
     max_body_bytes: int = 100 * MB
-    # an import of the Health app's export (``healthlog.importer``) larger than this is
+    # an import of the Health app's export (``healthlog.ops.importer``) larger than this is
     # refused: the file, and for a zip what its members expand to (a zip bomb is refused
     # by its expanded size, before anything is stored)
     max_import_bytes: int = 32 * 1024 * MB
@@ -94,10 +75,10 @@ class Settings:
     client_idle_timeout_s: int = 60
     # reads: where cumulative samples of several sources overlap in time, which source
     # counts first: name fragments, first first, matched case-insensitively
-    # (healthlog.overlap; docs/history.md, "One truth when sources overlap")
+    # (healthlog.reads.overlap; docs/history.md, "One truth when sources overlap")
     source_priority: str = DEFAULT_SOURCE_PRIORITY
     log_level: str = "INFO"
-    # the watch (healthlog.watch; docs/operations.md, "The watch"): each rule's threshold,
+    # the watch (healthlog.ops.watch; docs/operations.md, "The watch"): each rule's threshold,
     # 0 turns the rule off. No delivery of an account for this many hours (HAE's daily
     # schedule plus two hours of slack)
     watch_no_delivery_h: float = 26.0
@@ -160,14 +141,11 @@ class Settings:
             )
         if self.client_idle_timeout_s <= 0:
             raise ConfigError(f"{ENV_PREFIX}CLIENT_IDLE_TIMEOUT_S must be a positive number")
-        # a ConfigError naming the variable now, not at the first read (and without
-        # healthlog.overlap, which neither function's cold start needs)
+        # a ConfigError naming the variable now, not at the first read
         priority_fragments(self.source_priority)
 
     def priority(self) -> SourcePriority:
         """``source_priority`` read: which source counts first where samples overlap."""
-        from healthlog.overlap import SourcePriority
-
         return SourcePriority.parse(self.source_priority)
 
 

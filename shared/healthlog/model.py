@@ -47,7 +47,7 @@ class Account:
     created_at: datetime
     # IANA zone for times a body sends without an offset (CSV deliveries)
     time_zone: str = "UTC"
-    # the units its figures are shown in: "metric" or "imperial" (healthlog.units)
+    # the units its figures are shown in: "metric" or "imperial" (healthlog.reads.units)
     unit_system: str = "metric"
 
 

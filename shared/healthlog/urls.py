@@ -10,7 +10,7 @@ Reading a URL opens nothing, imports no driver and does not look at the disk or 
 working directory (another backend's URL is looked up in the package's own files, for
 its driver module and SQL file: docs/database.md, "A new backend"). ``Settings.validate``
 reads both URLs (so a malformed one stops a command before it starts), and
-``healthlog.wiring`` opens the adapter a location names. What the adapters themselves
+``healthlog.ops.wiring`` opens the adapter a location names. What the adapters themselves
 refuse (a SQLite path such as ``:memory:``, a PostgreSQL server that cannot be reached)
 they still refuse when opened.
 """

@@ -27,13 +27,13 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 import requests
-from healthlog import launcher
 from healthlog.archive.local import LocalArchive
 from healthlog.dashboard.app import SESSION_COOKIE
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.launcher import free_port
+from healthlog.local import launcher
+from healthlog.local.launcher import free_port
 from healthlog.model import ParseStatus
-from healthlog.retention import retain
+from healthlog.ops.retention import retain
 
 from tests import browser
 from tests.browser import visit
@@ -779,7 +779,7 @@ YTITLE = "return (document.querySelector('.js-plotly-plot .ytitle') || {}).textC
 def test_pages_name_metrics_and_units_for_people_and_keep_the_stored_names(
     driver: Any, site: Site
 ) -> None:
-    """A metric page's title and axis say "Steps" and "bpm" (healthlog.display), the stored
+    """A metric page's title and axis say "Steps" and "bpm" (healthlog.reads.display), the stored
     names beside them; the Metrics page lists both; the sleep table's columns are distinct
     and no source shows as a leading comma (docs/dashboard.md, "Names")."""
     visit(driver, site.url, "/metrics/step_count", None, "")

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from healthlog.launcher import free_port
+from healthlog.local.launcher import free_port
 
 from tests import browser, coverage_data
 

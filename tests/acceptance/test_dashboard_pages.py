@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.launcher import free_port
+from healthlog.local.launcher import free_port
 from healthlog.reads import Reads
 
 from tests import browser

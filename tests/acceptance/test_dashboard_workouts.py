@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
-from healthlog.launcher import free_port
+from healthlog.local.launcher import free_port
 
 from tests import browser
 from tests.workout_data import RUN_ID, WALK_ID, build

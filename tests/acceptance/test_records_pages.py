@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from healthlog.launcher import free_port
+from healthlog.local.launcher import free_port
 
 from tests import browser
 from tests.acceptance.test_dashboard import visit

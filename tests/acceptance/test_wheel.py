@@ -23,7 +23,7 @@ import zipfile
 from pathlib import Path
 
 import requests
-from healthlog import launcher
+from healthlog.local import launcher
 
 from tests.integration.servers import free_port
 
@@ -72,7 +72,8 @@ def test_the_wheel_carries_the_functions_and_serve_runs_from_an_empty_folder(
     ).stdout.strip()  # fmt: skip
     (Path(fresh_site) / "dev-dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     where = subprocess.run(
-        [str(python), "-c", "import healthlog.launcher as l; print(l.function_source('ingest'))"],
+        [str(python), "-c",
+         "from healthlog.local import launcher; print(launcher.function_source('ingest'))"],
         check=True, capture_output=True, text=True, timeout=60, cwd=tmp_path,
     ).stdout.strip()  # fmt: skip
     assert where.startswith(fresh_site), where  # the wheel's copy, not the checkout's

@@ -22,7 +22,7 @@ from healthlog.errors import (
 )
 from healthlog.journal.port import ZERO_CURSOR, Journal, StoredPoint
 from healthlog.model import Cursor, Delivery, NewDelivery, ParseStatus
-from healthlog.overlap import local_day
+from healthlog.reads.overlap import local_day
 
 from tests.contract.conftest import T0, Seed, point
 

@@ -4,7 +4,7 @@ write to a day's points drops its row until the fold counts it again."""
 
 from __future__ import annotations
 
-from healthlog import overlap
+from healthlog import priority as source_priority
 from healthlog.archive.port import Archive
 from healthlog.config import Settings
 from healthlog.fold.service import FoldService
@@ -43,7 +43,7 @@ def test_a_counted_day_reads_as_its_points_say_and_a_write_drops_it(
     r = Reads(journal, account)
     uncounted = answer(r)
     assert [v for _, v, _ in uncounted] == [300.0, 300.0, 300.0]  # the Watch's, once
-    priority = overlap.DEFAULT.key
+    priority = source_priority.DEFAULT.key
     assert len(journal.uncounted_days(account_id=account.id, priority=priority, limit=10)) == 3
     assert service(journal).count_days() == 3
     assert journal.uncounted_days(account_id=account.id, priority=priority, limit=10) == []
@@ -74,7 +74,7 @@ def test_a_day_counted_for_one_priority_is_not_read_for_another(
     account = seed.account()
     seed.fold(seed.delivery(), steps("2026-03-01", 100, 90))
     assert service(journal).count_days() == 1
-    phone_first = overlap.SourcePriority.parse("iphone,watch")
+    phone_first = source_priority.SourcePriority.parse("iphone,watch")
     r = Reads(journal, account, phone_first)
     assert [v for _, v, _ in answer(r)] == [270.0]  # the iPhone's, by its priority
     found = r.count_days()
@@ -96,6 +96,6 @@ def test_no_count_begins_without_the_time_for_it(journal: Journal, seed: Seed) -
     account = seed.account()
     seed.fold(seed.delivery(), steps("2026-03-01", 100, 90))
     assert service(journal).count_days(time_left=lambda: 4.0) == 0
-    priority = overlap.DEFAULT.key
+    priority = source_priority.DEFAULT.key
     assert len(journal.uncounted_days(account_id=account.id, priority=priority, limit=5)) == 1
     assert service(journal).count_days(time_left=lambda: 60.0, margin_s=10.0) == 1

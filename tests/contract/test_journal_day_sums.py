@@ -13,7 +13,7 @@ from healthlog import ids
 from healthlog.archive.keys import EXPORT_ZIP
 from healthlog.journal.port import DaySum, Journal
 from healthlog.model import NewDelivery, ParseStatus, Step
-from healthlog.overlap import local_day
+from healthlog.reads.overlap import local_day
 
 from tests.contract.conftest import ADAPTERS, Seed, point
 from tests.contract.test_journal_series import at_version_10

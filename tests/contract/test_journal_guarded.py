@@ -15,8 +15,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from healthlog import sql_guard
 from healthlog.errors import HealthlogError
+from healthlog.journal import guard as sql_guard
 from healthlog.journal import migrate
 from healthlog.journal.port import Journal
 

@@ -18,7 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import orjson
-from healthlog import ids, importer
+from healthlog import ids
 from healthlog.archive.keys import body_key
 from healthlog.archive.local import LocalArchive
 from healthlog.config import Settings
@@ -26,6 +26,7 @@ from healthlog.fold.replay import replay
 from healthlog.fold.service import FoldService, make_player
 from healthlog.journal.port import Journal
 from healthlog.model import NewDelivery, ParseStatus
+from healthlog.ops import importer
 
 from tests.contract.conftest import T0
 

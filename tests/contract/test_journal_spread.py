@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from healthlog import clock, overlap
+from healthlog import clock
 from healthlog.journal.core import SqlJournal
 from healthlog.journal.port import Journal
 from healthlog.model import Point
+from healthlog.reads import overlap
 
 from tests.contract.conftest import ADAPTERS, Seed, open_journal, point
 

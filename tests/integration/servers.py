@@ -6,7 +6,7 @@
         requests.post(srv.url, ...)
         srv.wait_for_log("ingest.request")  # bounded wait on what the server wrote
 
-The server is started, awaited and stopped by ``healthlog.launcher`` (the command the
+The server is started, awaited and stopped by ``healthlog.local.launcher`` (the command the
 local stack runs: functions-framework's app and server on ``functions/<target>/main.py``),
 here on 127.0.0.1 and a free port, in its own process group. Its environment is the
 test process's without any ``HEALTHLOG_*`` variable, plus ``env``. Its stdout and
@@ -25,16 +25,17 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from healthlog import launcher, tokens
+from healthlog import tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.launcher import HOST, ROOT, START_TIMEOUT_S, STOP_GRACE_S
-from healthlog.launcher import free_port as free_port  # the tests' one free_port
+from healthlog.local import launcher
+from healthlog.local.launcher import HOST, ROOT, START_TIMEOUT_S, STOP_GRACE_S
+from healthlog.local.launcher import free_port as free_port  # the tests' one free_port
 from healthlog.model import Account
 
 
 class Server(launcher.FunctionServer):
-    """A running function (``healthlog.launcher.FunctionServer``) that a test can watch."""
+    """A running function (``healthlog.local.launcher.FunctionServer``) that a test can watch."""
 
     def wait_for_log(self, text: str, *, count: int = 1, timeout_s: float = 10.0) -> str:
         """Wait (bounded) until ``text`` occurs ``count`` times in the output; return it."""

@@ -34,13 +34,15 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from healthlog import cli, importer, plot, ranges
+from healthlog import cli
 from healthlog.archive.local import LocalArchive
+from healthlog.cli import pictures as plot
 from healthlog.config import Settings
 from healthlog.dashboard import DashboardOptions, create_app
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
-from healthlog.reads import Reads, Resolution
+from healthlog.ops import importer
+from healthlog.reads import Reads, Resolution, ranges
 
 from tests import export_gen
 from tests.conftest import Phone, metrics_body

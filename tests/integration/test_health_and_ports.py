@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from healthlog import launcher
 from healthlog.ingest import texts
+from healthlog.local import launcher
 
 from tests.integration.servers import free_port, start_function
 
@@ -100,8 +100,9 @@ def test_a_first_start_that_fails_keeps_the_first_token_and_rotate_removes_its_f
     on a taken port leaves a token file that opens the account (before, the account was
     made and its token never shown). Rotating that account removes the file, whose token
     stops working; rotating another account leaves it."""
-    from healthlog import accounts, store, tokens
+    from healthlog import tokens
     from healthlog.config import Settings
+    from healthlog.ops import accounts, store
 
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))

@@ -1,6 +1,6 @@
 """The import of the Health app's export, end to end, against real journals and archives.
 
-``healthlog.importer.import_export`` on SQLite and PostgreSQL, with the local archive and
+``healthlog.ops.importer.import_export`` on SQLite and PostgreSQL, with the local archive and
 S3 (moto's server over HTTP): the export archived byte for byte, journalled as a
 delivery of its own content type, folded in steps by the same fold, with the same
 outcomes; refusals that store nothing; a cut file; a replay; a rebuild from the
@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from healthlog import delivery_report, importer
 from healthlog.applehealth import read_export
 from healthlog.archive.keys import EXPORT_XML, EXPORT_ZIP
 from healthlog.archive.local import LocalArchive
 from healthlog.archive.port import Archive
 from healthlog.archive.s3 import PART_SIZE, S3Archive
+from healthlog.cli import delivery_report
 from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.replay import replay
@@ -41,7 +41,8 @@ from healthlog.journal.port import Journal
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, OutcomeClass, ParseStatus, Point, Record
-from healthlog.reconcile import reconcile
+from healthlog.ops import importer
+from healthlog.ops.reconcile import reconcile
 from healthlog.testing import FaultyJournal
 
 from tests import export_gen, pg

@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 import yaml
-from healthlog import ids, secrets, tokens, wiring
+from healthlog import ids, tokens
 from healthlog.config import Settings
 from healthlog.errors import ConfigError, JournalUnavailable
 from healthlog.journal.port import Journal
 from healthlog.model import ParseStatus
+from healthlog.ops import secrets, wiring
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
 from tests import pg

@@ -24,13 +24,13 @@ from typing import Any
 
 import anyio
 import pytest
-from healthlog import launcher
 from healthlog.archive.local import LocalArchive
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
 from healthlog.journal.port import Journal
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.local import launcher
 from healthlog.model import Account
 from mcp import Client, StdioServerParameters
 
@@ -405,7 +405,7 @@ def test_bad_arguments_name_the_problem(sqlite_sample: Sample) -> None:
 def in_process(db: Path, env: dict[str, str], account: Account) -> Iterator[Any]:
     """The real server over ``db``'s journal for ``account``, built in this process (for
     the SDK's in-memory client), its journal and guard closed after the block."""
-    from healthlog import mcp_server
+    from healthlog.mcp import server as mcp_server
     from healthlog.reads import Reads
 
     journal = SqliteJournal(str(db))
@@ -714,7 +714,7 @@ def test_another_librarys_warning_is_still_printed_once_as_json() -> None:
     prints what other libraries warn of (asyncio here), instead of swallowing it."""
     script = (
         "import logging\n"
-        "from healthlog import log, mcp_server\n"
+        "from healthlog import log\nfrom healthlog.mcp import server as mcp_server\n"
         "from mcp.server.mcpserver import MCPServer\n"
         "log.setup('INFO')\n"
         "mcp_server._log_once()\n"
@@ -848,7 +848,7 @@ def test_a_long_sql_query_does_not_hold_up_the_other_tools(sample: Sample) -> No
 
 
 def test_a_heavy_tool_is_told_busy_when_every_slot_is_taken(sqlite_sample: Sample) -> None:
-    """Two heavy reads at a time (healthlog.heavy): a third heavy tool is an error that
+    """Two heavy reads at a time (healthlog.reads.heavy): a third heavy tool is an error that
     says the server is busy, a light one (catalog) is answered. The real server, in
     process, its gate's two slots held by reads at work."""
     assert sqlite_sample.db is not None

@@ -27,14 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from healthlog import cli, tokens, wiring
+from healthlog import cli, tokens
 from healthlog.archive.local import MARKER, TMP_DIR, LocalArchive
 from healthlog.config import Settings
 from healthlog.fold.service import FoldService
 from healthlog.ingest import IngestDeps, IngestRequest, accept
+from healthlog.ingest.wake import NullWaker
 from healthlog.journal.port import Journal
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.wake import NullWaker
+from healthlog.ops import wiring
 
 from tests import pg
 from tests.conftest import SAMPLES

@@ -22,12 +22,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from healthlog import cli, plot, ranges
+from healthlog import cli
 from healthlog.archive.local import LocalArchive
+from healthlog.cli import pictures as plot
 from healthlog.dashboard import DashboardOptions, create_app
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
-from healthlog.reads import Reads, Resolution
+from healthlog.reads import Reads, Resolution, ranges
 
 from tests.conftest import Phone, metrics_body
 from tests.integration.asking import Ask, alices_journal, ask_mcp, open_journal, same, sql_days

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from healthlog import cli, ids, importer, overlap, tokens
+from healthlog import cli, ids, priority, tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass
@@ -27,7 +27,8 @@ from healthlog.journal.port import BucketRow, Journal
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.rows import to_text
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.reads import Reads, Resolution
+from healthlog.ops import importer
+from healthlog.reads import Reads, Resolution, overlap
 
 from tests import export_gen, pg
 from tests.conftest import Phone, metrics_body
@@ -132,7 +133,7 @@ def test_iphone_and_watch_over_the_same_minutes_count_once(phone: Phone, tmp_pat
         ("2024-03-28", 130.0), ("2024-03-29", 450.0), ("2024-03-30", 300.0),
     ]  # fmt: skip
     # the priority is a setting: the iPhone first, and the Watch counts what it left
-    iphone_first = Reads(phone.journal, phone.account, overlap.SourcePriority.parse("iphone"))
+    iphone_first = Reads(phone.journal, phone.account, priority.SourcePriority.parse("iphone"))
     assert daily_steps(iphone_first) == pytest.approx(
         {"2024-03-28": 100 + 40 + 30, "2024-03-29": 450 + 500 / 3, "2024-03-30": 300}
     )
@@ -310,7 +311,7 @@ def test_the_sql_tools_my_daily_counts_as_the_tools_do(
 ) -> None:
     """The MCP SQL tool's ``my_daily`` gives the days the tools give, overlap counted
     once, and follows a later delivery; ``my_points`` alone sums every source."""
-    from healthlog import sql_guard
+    from healthlog.journal import guard as sql_guard
 
     import_export(phone, tmp_path, EXPORT)
     reads = Reads(phone.journal, phone.account)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from healthlog import ids, wiring
+from healthlog import ids
 from healthlog.config import Settings
 from healthlog.errors import (
     Circumstance,
@@ -30,8 +30,9 @@ from healthlog.journal.port import ZERO_CURSOR, Journal
 from healthlog.journal.postgres import PostgresJournal
 from healthlog.journal.rows import first_at_or_after, to_text
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.launcher import free_port
+from healthlog.local.launcher import free_port
 from healthlog.model import Account, Cursor, Item, NewDelivery, ParseStatus, Point, Record
+from healthlog.ops import wiring
 from hypothesis import given
 from hypothesis import strategies as st
 

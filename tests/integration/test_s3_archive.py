@@ -17,11 +17,11 @@ import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 from botocore.httpsession import URLLib3Session
-from healthlog import wiring
 from healthlog.archive.s3 import PART_SIZE, S3Archive
 from healthlog.config import Settings
 from healthlog.errors import AlreadyExists, ArchiveUnavailable
-from healthlog.launcher import free_port
+from healthlog.local.launcher import free_port
+from healthlog.ops import wiring
 
 from tests import s3
 

@@ -17,11 +17,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from healthlog import sql_guard, tokens
+from healthlog import tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.errors import HealthlogError
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
+from healthlog.journal import guard as sql_guard
 from healthlog.journal.postgres import PostgresGuard, PostgresJournal
 
 from tests import pg

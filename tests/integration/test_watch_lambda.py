@@ -25,10 +25,11 @@ from typing import Any
 
 import boto3
 import pytest
-from healthlog import ids, tokens, watch_aws
+from healthlog import ids, tokens
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import NewDelivery, ParseStatus, Point
-from healthlog.watch import Target
+from healthlog.ops import watch_aws
+from healthlog.ops.watch import Target
 from werkzeug.test import EnvironBuilder
 
 from tests.integration.servers import ROOT

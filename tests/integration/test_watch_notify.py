@@ -1,4 +1,4 @@
-"""The watch's notices (healthlog.watch.Watcher) through apprise to real receivers the
+"""The watch's notices (healthlog.ops.watch.Watcher) through apprise to real receivers the
 tests start on loopback: an SMTP server (aiosmtpd) and an HTTP webhook (apprise's
 ``json://``). Sends are synchronous, so once ``run`` returns what was sent has arrived:
 the receivers' queues are read with timeouts and then found empty, never slept on."""
@@ -25,10 +25,12 @@ from typing import Any
 import pytest
 import requests
 from aiosmtpd.controller import Controller
-from healthlog import ids, launcher, tokens, watch
+from healthlog import ids, tokens
 from healthlog.config import Settings
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.local import launcher
 from healthlog.model import Account, NewDelivery, ParseStatus, Point
+from healthlog.ops import watch
 
 URL_SECRET = "hooksecretXYZ"
 URL_PASSWORD = "pw-secretABC"
@@ -174,7 +176,7 @@ def assert_not_logged(caplog: pytest.LogCaptureFixture) -> None:
     """No URL secret in healthlog's lines, or in apprise's (urllib3's DEBUG lines name the
     URLs it requests, as they do for any client; healthlog logs only its own loggers)."""
     mine = [r for r in caplog.records if r.name.split(".")[0] in ("healthlog", "apprise")]
-    assert any(r.name == "healthlog.watch" for r in mine)
+    assert any(r.name == "healthlog.ops.watch" for r in mine)
     for record in mine:
         line = record.getMessage() + repr(record.__dict__)
         assert URL_SECRET not in line and URL_PASSWORD not in line

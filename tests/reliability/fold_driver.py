@@ -22,13 +22,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from healthlog import log, wiring
+from healthlog import log
 from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player, PlayOptions
 from healthlog.hae import parse
 from healthlog.journal.port import Journal
 from healthlog.model import ParseResult
+from healthlog.ops import wiring
 
 POISON = b"poison-pill-5b1e0c"
 POISON_EXIT = 9

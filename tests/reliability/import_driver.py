@@ -22,11 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from healthlog import wiring
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.service import make_player
 from healthlog.journal.port import Journal
 from healthlog.model import Step
+from healthlog.ops import wiring
 
 from tests.reliability.fold_driver import drain, migrated_journal
 

@@ -39,9 +39,9 @@ from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player, PlayOptions
 from healthlog.hae import parse
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.launcher import clean_env
+from healthlog.local.launcher import clean_env
 from healthlog.model import ParseResult, ParseStatus
-from healthlog.reconcile import reconcile
+from healthlog.ops.reconcile import reconcile
 
 from tests.conftest import Phone
 from tests.integration.servers import ROOT, start_function

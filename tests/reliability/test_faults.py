@@ -44,11 +44,11 @@ from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player, PlayOptions
 from healthlog.hae import parse
 from healthlog.ingest import IngestDeps, IngestRequest, Reply
+from healthlog.ingest.wake import NullWaker
 from healthlog.journal.port import Journal
 from healthlog.model import OutcomeClass, ParseResult, ParseStatus
-from healthlog.reconcile import reconcile
+from healthlog.ops.reconcile import reconcile
 from healthlog.testing import FaultyArchive, FaultyJournal, MemoryArchive
-from healthlog.wake import NullWaker
 
 from tests.conftest import Phone
 from tests.reliability.harness import steps_body

@@ -32,10 +32,10 @@ from healthlog.archive.local import TMP_DIR, LocalArchive
 from healthlog.config import Settings
 from healthlog.fold.player import Player
 from healthlog.ingest import IngestDeps, IngestRequest
+from healthlog.ingest.wake import NullWaker
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, OutcomeClass, ParseStatus
 from healthlog.testing import FaultyArchive, MemoryArchive
-from healthlog.wake import NullWaker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

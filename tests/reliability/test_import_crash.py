@@ -27,15 +27,15 @@ import time
 from pathlib import Path
 
 import pytest
-from healthlog import importer
 from healthlog.applehealth import read_export
 from healthlog.archive.local import LocalArchive
 from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.service import make_player
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.launcher import ROOT, clean_env
+from healthlog.local.launcher import ROOT, clean_env
 from healthlog.model import ParseStatus
+from healthlog.ops import importer
 
 from tests import export_gen
 from tests.reliability import import_driver

@@ -37,10 +37,10 @@ from healthlog.config import Settings
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
 from healthlog.ingest import IngestDeps, IngestRequest, Reply
+from healthlog.ingest.wake import NullWaker
 from healthlog.journal.sqlite import SqliteJournal
-from healthlog.launcher import clean_env
-from healthlog.reconcile import reconcile
-from healthlog.wake import NullWaker
+from healthlog.local.launcher import clean_env
+from healthlog.ops.reconcile import reconcile
 
 from tests.conftest import Phone
 from tests.integration.servers import ROOT, free_port, function_server
@@ -464,7 +464,7 @@ def test_a_function_server_binds_only_127_0_0_1_unless_told(tmp_path: Path) -> N
     source = ROOT / "functions" / "fold" / "main.py"
     env = clean_env({"HEALTHLOG_JOURNAL_URL": f"sqlite:///{tmp_path}/j.db"})
     process = subprocess.Popen(
-        [sys.executable, "-m", "healthlog.localserver", "--target", "fold",
+        [sys.executable, "-m", "healthlog.local.server", "--target", "fold",
          "--source", str(source), "--port", str(port)],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """Slow and idle clients cost a connection, not a worker thread, and time out.
 
-Against the ingest server as ``healthlog serve`` starts it (``healthlog.launcher``, real
+Against the ingest server as ``healthlog serve`` starts it (``healthlog.local.launcher``, real
 HTTP on 127.0.0.1): 200 connections that send part of a request and then nothing must
 not stop real deliveries; a connection that sends nothing for
 ``HEALTHLOG_CLIENT_IDLE_TIMEOUT_S`` is closed, wherever it is in its request; and a

@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from healthlog import accounts, cli, serve, tokens
+from healthlog import cli, tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.errors import AccountNameTaken, AccountNotFound, TokenTaken
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.local import stack as serve
 from healthlog.model import ParseStatus
+from healthlog.ops import accounts
 
 from tests.conftest import Phone, metrics_body
 
@@ -428,7 +430,7 @@ def test_dashboard_on_an_address_not_of_this_machine_says_one_line(env: Path, ca
 
 def test_a_socket_on_every_ipv6_address_takes_ipv4_clients_too() -> None:
     """``--host ::`` listens for IPv4 as well, as the servers binding it themselves did."""
-    from healthlog import launcher
+    from healthlog.local import launcher
 
     with launcher.listening_socket("::", 0) as bound:
         assert bound.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 0

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from healthlog import cli, ranges
+from healthlog import cli
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.reads import ranges
 
 from tests.conftest import SAMPLES, Phone, metrics_body
 from tests.unit.test_cli import env, phone_for
@@ -378,7 +379,7 @@ def test_commands_log_warnings_only_unless_verbose(folded: Phone, env: Path) -> 
 
 
 def test_a_progress_line_counts_and_clears_and_is_silent_when_off() -> None:
-    from healthlog.progress import Progress
+    from healthlog.cli.progress import Progress
 
     stream = io.StringIO()
     with Progress("replay", "deliveries", enabled=True, total=4, stream=stream) as bar:

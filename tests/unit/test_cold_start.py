@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from healthlog.launcher import clean_env, function_source
+from healthlog.local.launcher import clean_env, function_source
 
 #: the top-level modules a file-backed process must not load
 CLOUD_ONLY = ("boto3", "botocore", "s3transfer", "psycopg", "psycopg_binary", "psycopg_pool")
@@ -31,7 +31,8 @@ print(json.dumps(sorted(
 
 FILE_BACKED_STACK = f"""
 from functions_framework import create_app
-from healthlog import tokens, wiring
+from healthlog import tokens
+from healthlog.ops import wiring
 from healthlog.config import Settings
 
 settings = Settings.from_env()
@@ -58,9 +59,9 @@ assert reply.status_code == 200 and reply.get_json()["parsed"] == 1, reply.get_d
 # the package's modules that the file-backed stack, the command line and the tests'
 # fakes use; the S3 and PostgreSQL adapters are the ones left out, on purpose
 PACKAGE_WITHOUT_CLOUD_ADAPTERS = f"""
-import healthlog.cli, healthlog.config, healthlog.launcher, healthlog.localserver
-import healthlog.reconcile, healthlog.secrets, healthlog.serve, healthlog.testing
-import healthlog.urls, healthlog.wake, healthlog.wiring
+import healthlog.cli, healthlog.config, healthlog.local.launcher, healthlog.local.server
+import healthlog.ops.reconcile, healthlog.ops.secrets, healthlog.local.stack, healthlog.testing
+import healthlog.urls, healthlog.ingest.wake, healthlog.ops.wiring
 import healthlog.archive.local, healthlog.journal.sqlite, healthlog.fold.service
 import healthlog.hae
 {_REPORT}"""

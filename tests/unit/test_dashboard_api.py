@@ -22,8 +22,8 @@ from healthlog.archive.local import LocalArchive
 from healthlog.config import Settings
 from healthlog.dashboard import DashboardOptions, create_app
 from healthlog.dashboard.app import CSP, SESSION_COOKIE
-from healthlog.dashboard.server import is_loopback
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.local.launcher import is_loopback
 
 from tests.dashboard_data import (
     ALICE_SOURCE,
@@ -623,7 +623,7 @@ def test_the_sign_in_wait_ends_with_its_window() -> None:
 def test_catalog_and_series_give_a_persons_names_beside_the_stored_ones(
     alice: FlaskClient,
 ) -> None:
-    """``display_name``, ``display_metric``, ``display_unit`` (healthlog.display) beside the
+    """``display_name``, ``display_metric``, ``display_unit`` (healthlog.reads.display) beside the
     stored ``metric``, ``field`` and ``unit``, which stay as they were (docs/dashboard.md)."""
     metrics = get(alice, "/api/catalog")["metrics"]
     assert isinstance(metrics, list)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
-from healthlog import accounts, tokens
+from healthlog import tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.dashboard import DashboardOptions, create_app
 from healthlog.dashboard.app import (
@@ -24,6 +24,7 @@ from healthlog.dashboard.app import (
     Sessions,
 )
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.ops import accounts
 from werkzeug.test import TestResponse
 
 TLS = "https://dash.example"

@@ -1,12 +1,13 @@
-"""healthlog.display: a person's name for every metric HAE and the export send, its
+"""healthlog.reads.display: a person's name for every metric HAE and the export send, its
 fields and its units; a name made from any other (docs/dashboard.md, "Names")."""
 
 from __future__ import annotations
 
 import pytest
-from healthlog import display, kinds
+from healthlog import kinds
 from healthlog.applehealth.types import CATEGORY_METRICS, QUANTITIES
 from healthlog.hae.units import CANONICAL
+from healthlog.reads import display
 
 #: every metric (and workout series) name the HAE parser and the export reader produce
 SENT = sorted(

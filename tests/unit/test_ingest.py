@@ -506,8 +506,8 @@ def test_one_log_line_per_request_without_secrets(
 
 
 def test_ingest_deps_are_built_from_settings(tmp_path: Path) -> None:
-    from healthlog import wiring
-    from healthlog.wake import NullWaker
+    from healthlog.ingest.wake import NullWaker
+    from healthlog.ops import wiring
 
     settings = Settings(
         journal_url=f"sqlite:///{tmp_path}/w.db", archive_url=f"file://{tmp_path}/archive"

@@ -10,7 +10,7 @@ import pytest
 from healthlog.archive.local import LocalArchive
 from healthlog.fold.player import Player
 from healthlog.model import OutcomeClass, ParseStatus
-from healthlog.reconcile import reconcile
+from healthlog.ops.reconcile import reconcile
 
 from tests.unit.test_hae_csv import BOUNDARY, CONTENT_TYPE, METRICS, WORKOUTS, multipart
 from tests.unit.test_ingest import Rig, make_rig

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
-from healthlog.localserver import BODY_MARGIN_BYTES, CONNECTION_LIMIT, adjustments
+from healthlog.local.server import BODY_MARGIN_BYTES, CONNECTION_LIMIT, adjustments
 from waitress.adjustments import Adjustments
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from healthlog import cli, ids, overlap
+from healthlog import cli, ids, priority
 from healthlog.archive.keys import EXPORT_ZIP
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import NewDelivery, ParseStatus, Point
-from healthlog.overlap import Candidate, SourcePriority
-from healthlog.reads import Reads, Resolution
+from healthlog.reads import Reads, Resolution, overlap
+from healthlog.reads.overlap import Candidate, SourcePriority
 
 WATCH, PHONE, RING = "Jo's Apple Watch", "Jo's iPhone", "Ring"
 
@@ -45,7 +45,7 @@ def counted(points: list[Candidate[str]], **kw: object) -> list[tuple[str, float
 
 
 def test_the_priority_ranks_by_name_fragments_then_by_name() -> None:
-    default = overlap.DEFAULT
+    default = priority.DEFAULT
     assert sorted([RING, PHONE, WATCH], key=default.rank) == [WATCH, PHONE, RING]
     # HAE's merged sources rank by their best part
     assert default.rank(f"{PHONE}|{WATCH}")[0] == default.rank(WATCH)[0] == 0

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from healthlog import cli, plot, tokens
+from healthlog import cli, tokens
 from healthlog.archive.local import LocalArchive
+from healthlog.cli import pictures as plot
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.reads import Reads, Resolution, auto_resolution
 from PIL import Image

@@ -11,10 +11,10 @@ from __future__ import annotations
 import csv
 import io
 
-from healthlog import points_export
 from healthlog.journal.port import StoredPoint
 from healthlog.model import Point
-from healthlog.overlap import Candidate
+from healthlog.reads import points_export
+from healthlog.reads.overlap import Candidate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from healthlog import cli, heavy
+from healthlog import cli
 from healthlog.dashboard import DashboardOptions, create_app
 from healthlog.dashboard.server import QuietHandler
-from healthlog.reads import Reads, Resolution, TooHeavy
+from healthlog.reads import Reads, Resolution, TooHeavy, heavy
 from healthlog.testing import MemoryArchive
 from werkzeug.serving import make_server
 

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 from healthlog import ids
 from healthlog.archive.keys import body_key
 from healthlog.journal.port import Journal
-from healthlog.reconcile import reconcile
+from healthlog.ops.reconcile import reconcile
 from healthlog.testing import MemoryArchive
 
 TODAY = date(2026, 3, 10)

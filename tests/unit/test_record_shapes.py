@@ -1,5 +1,5 @@
 """A record's JSON for people (``reads.shapes.record_dict``): every field a section sends,
-its label (``healthlog.display``), its unit, and the source by its name.
+its label (``healthlog.reads.display``), its unit, and the source by its name.
 
 The bodies are those of ``tests/fixtures/hae/``: no public body of these sections exists
 (tests/fixtures/hae/samples/SOURCES.md says so; /work's research notes found none), so
@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 import pytest
-from healthlog import display
 from healthlog.applehealth import read_export
 from healthlog.hae.parse import parse
 from healthlog.model import Item, Record
+from healthlog.reads import display
 from healthlog.reads.shapes import HEAD_FIELDS, record_columns, record_dict, source_name
 from hypothesis import given
 from hypothesis import strategies as st

@@ -130,7 +130,7 @@ def test_sleep_gives_bedtime_wake_time_the_7_day_average_and_the_windows(
 def test_the_mcp_tools_say_what_the_api_says(built: Built, client: FlaskClient) -> None:
     pytest.importorskip("mcp")
     import anyio
-    from healthlog import mcp_server
+    from healthlog.mcp import server as mcp_server
     from healthlog.reads import Reads
     from mcp import Client
 

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from healthlog import sql_guard, tokens
+from healthlog import tokens
+from healthlog.journal import guard as sql_guard
 from healthlog.journal.sqlite import SqliteJournal
 
 

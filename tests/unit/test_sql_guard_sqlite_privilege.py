@@ -19,10 +19,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from healthlog import sql_guard, tokens
+from healthlog import tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
+from healthlog.journal import guard as sql_guard
 from healthlog.journal.sqlite import SqliteGuard, SqliteJournal
 
 from tests.conftest import Phone, metrics_body

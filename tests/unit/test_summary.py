@@ -99,7 +99,7 @@ def test_a_weigh_in_a_while_ago_stands_beside_an_empty_today() -> None:
 
 
 def test_the_text_says_each_card_in_a_persons_words() -> None:
-    from healthlog import summary_report
+    from healthlog.cli import summary_report
 
     days = {TODAY - timedelta(days=n): 1000.0 for n in range(3)}
     steps = glance("step_count", "qty", "count", Kind.CUMULATIVE, days, TODAY)

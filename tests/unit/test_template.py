@@ -45,7 +45,7 @@ NOT_IN_THE_CLOUD = {
     "HEALTHLOG_CLIENT_IDLE_TIMEOUT_S": "the local HTTP server's idle timeout; in AWS the "
     "Function URL's front end holds the connections",
     "HEALTHLOG_MAX_IMPORT_BYTES": "the import of the Health app's export runs on your "
-    "machine (healthlog.importer), against the cloud's journal and bucket",
+    "machine (healthlog.ops.importer), against the cloud's journal and bucket",
     "HEALTHLOG_SOURCE_PRIORITY": "a setting of the reads (dashboard, plot, export, MCP), "
     "which run on your machine; neither function reads points",
     "HEALTHLOG_WATCH_DISK_FREE_PERCENT": "the disk rule reads a SQLite journal's and a "
@@ -432,7 +432,7 @@ def test_the_watch_timeout_outlasts_an_unreachable_sns_for_several_notices(
     cfn: dict[str, Any],
 ) -> None:
     """A run killed between a notice's claim and its publish would never send it."""
-    from healthlog import watch_aws
+    from healthlog.ops import watch_aws
 
     per_notice = watch_aws.ATTEMPTS * (watch_aws.CONNECT_TIMEOUT_S + watch_aws.READ_TIMEOUT_S)
     assert function(cfn, "WatchFunction")["Timeout"] >= 5 * per_notice
@@ -441,7 +441,7 @@ def test_the_watch_timeout_outlasts_an_unreachable_sns_for_several_notices(
 
 
 def test_the_watch_tells_its_own_topic_by_its_arn(cfn: dict[str, Any]) -> None:
-    from healthlog import watch_aws
+    from healthlog.ops import watch_aws
 
     (topic,) = resources(cfn, "AWS::SNS::Topic")
     variables = env(cfn, "WatchFunction")

@@ -1,4 +1,4 @@
-"""The journal and archive URLs: read by ``healthlog.urls``, opened by ``healthlog.wiring``.
+"""The journal and archive URLs: read by ``healthlog.urls``, opened by ``healthlog.ops.wiring``.
 
 The parser is tested alone (what each URL names, and the refusals with their reasons),
 then through ``Settings`` (a bad URL stops a command at start, naming the variable) and
@@ -12,12 +12,13 @@ import types
 from pathlib import Path
 
 import pytest
-from healthlog import urls, wiring
+from healthlog import urls
 from healthlog.archive.local import LocalArchive
 from healthlog.archive.s3 import S3Archive
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
 from healthlog.journal.sqlite import SqliteJournal
+from healthlog.ops import wiring
 from healthlog.urls import (
     DriverLocation,
     FolderLocation,

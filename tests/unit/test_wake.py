@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from healthlog import wiring
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
-from healthlog.launcher import free_port
-from healthlog.wake import HttpWaker, LambdaWaker, NullWaker
+from healthlog.ingest.wake import HttpWaker, LambdaWaker, NullWaker
+from healthlog.local.launcher import free_port
+from healthlog.ops import wiring
 
 from tests.integration.servers import local_http
 
@@ -211,7 +211,7 @@ def test_a_local_wake_up_carries_the_stacks_secret() -> None:
     from http.server import BaseHTTPRequestHandler
 
     from healthlog.config import WAKE_HEADER
-    from healthlog.wake import HttpWaker
+    from healthlog.ingest.wake import HttpWaker
 
     from tests.integration.servers import local_http
 

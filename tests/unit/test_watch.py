@@ -1,4 +1,4 @@
-"""The watch's rules (healthlog.watch): pure functions, then ``evaluate`` over a journal."""
+"""The watch's rules (healthlog.ops.watch): pure functions, then ``evaluate`` over a journal."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from healthlog import ids, watch
+from healthlog import ids
 from healthlog.config import Settings
 from healthlog.errors import ConfigError
 from healthlog.journal.port import StaleToken, Summary
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, NewDelivery, ParseStatus, Point
+from healthlog.ops import watch
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 ALICE = Account("a-1", "alice", NOW - timedelta(days=30))

@@ -1,5 +1,5 @@
 """A workout's figures, splits, zones and weekly totals (``healthlog.reads.figures``) and
-the conversions they use (``healthlog.units``), on real bodies folded into a real journal:
+the conversions they use (``healthlog.reads.units``), on real bodies folded into a real journal:
 the HAE 8.1.2 walk of ``tests/fixtures/hae/samples`` and the v2 run of
 ``tests/fixtures/hae/workouts_v2_outdoor_run.json``, among others (``tests.workout_data``)."""
 
@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from healthlog import accounts, units
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Item
-from healthlog.reads import Figure, Figures, Reads, Workout, WorkoutDetail
+from healthlog.ops import accounts
+from healthlog.reads import Figure, Figures, Reads, Workout, WorkoutDetail, units
 from healthlog.reads.figures import figures, heart_rate_zones, weekly_totals
 
 from tests.conftest import Phone

@@ -15,17 +15,19 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
-from healthlog import display, ids, ranges, reads, summary_report, units, watch
+from healthlog import ids, reads
 from healthlog.archive.port import Archive
 from healthlog.clock import UnknownZone, zone_named
-from healthlog.dashboard.app import DashboardError
+from healthlog.dashboard.errors import DashboardError
 from healthlog.errors import ArchiveUnavailable, BodyMissing
 from healthlog.model import ParseStatus
-from healthlog.reads import shapes
+from healthlog.ops import watch
+from healthlog.reads import display, ranges, shapes, units
+from healthlog.reads.coverage import resend_advice
 
 api = Blueprint("api", __name__, url_prefix="/api")
 
-#: the other sections the Records page shows, with their labels (``healthlog.display``)
+#: the other sections the Records page shows, with their labels (``healthlog.reads.display``)
 SECTIONS = display.SECTION_NAMES
 
 
@@ -161,7 +163,7 @@ def summary() -> Any:
     r = _reads()
     if today is None:
         today = reads.today(r.account.time_zone)
-    cards = [summary_report.as_dict(g) for g in r.summary(today)]
+    cards = [shapes.card_dict(g) for g in r.summary(today)]
     state = r.status()
     failed = state.counts.get(ParseStatus.FAILED.value, 0)
     return {
@@ -193,7 +195,7 @@ def catalog() -> Any:
 
 
 def _names(metric: str, field: str, unit: str | None) -> dict[str, str]:
-    """A metric field's names for people (``healthlog.display``), beside the stored ones."""
+    """A metric field's names for people (``healthlog.reads.display``), beside the stored ones."""
     return {
         "display_name": display.display_name(metric, field),
         "display_metric": display.metric_name(metric),
@@ -306,15 +308,6 @@ def daily() -> Any:
         raise DashboardError(400, f"metric: at most {DAILY_METRICS} at once")
     bounds = _range()
     return {"days": _reads().daily(metrics, start=bounds["start"], end=bounds["end"])}
-
-
-def resend_advice(metric: str, first: str, last: str) -> str:
-    """What to do in Health Auto Export to send a gap's days again (docs/dashboard.md)."""
-    return (
-        f"To fill it: in Health Auto Export open the REST API automation, tap Manual Export, "
-        f"choose {metric}, set the date range from {first} to {last}, and Export. The re-sent "
-        "points replace those stored (nothing is counted twice) and show here after the next fold."
-    )
 
 
 #: the most days ``/api/coverage?days=N`` takes (a century)

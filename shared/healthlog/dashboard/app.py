@@ -43,12 +43,15 @@ from flask import (
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from werkzeug.exceptions import HTTPException
 
-from healthlog import display, heavy, log, overlap, reads, tokens
+from healthlog import log, priority, reads, tokens
 from healthlog.archive.port import Archive
 from healthlog.config import Settings
+from healthlog.dashboard.api import api
+from healthlog.dashboard.errors import DashboardError
 from healthlog.errors import PLOTLY_MISSING, needs_extra, plotly_missing
 from healthlog.journal.port import ShowcaseReads
 from healthlog.model import Account
+from healthlog.reads import display, heavy
 
 logger = logging.getLogger("healthlog.dashboard")
 
@@ -75,8 +78,8 @@ class DashboardOptions:
     require_sign_in: bool = False
     secure_cookies: bool = False  # Secure cookies even over plain HTTP (behind a TLS proxy)
     # which source counts first where samples overlap (HEALTHLOG_SOURCE_PRIORITY)
-    priority: overlap.SourcePriority = overlap.DEFAULT
-    # heavy reads (series, days, coverage) at once; beyond, a 503 (healthlog.heavy)
+    priority: priority.SourcePriority = priority.DEFAULT
+    # heavy reads (series, days, coverage) at once; beyond, a 503 (healthlog.reads.heavy)
     heavy_reads: int = heavy.SLOTS
     # the settings the watch's rules read (thresholds, the local folders): /prometheus
     # says which hold; None leaves them out
@@ -86,15 +89,6 @@ class DashboardOptions:
 #: the pages that draw charts, and so load plotly.js (the summary draws its sparklines as
 #: SVG of its own)
 CHART_PAGES = frozenset({"metric", "records", "sleep", "workout"})
-
-
-class DashboardError(Exception):
-    """A request the dashboard answers with ``status`` and a readable message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 #: refused sign-ins from one client address within the window before it must wait
@@ -584,8 +578,6 @@ def create_app(
         return Response(
             script, mimetype="text/javascript", headers={"Cache-Control": "max-age=86400"}
         )
-
-    from healthlog.dashboard.api import api
 
     app.register_blueprint(api)
     return app

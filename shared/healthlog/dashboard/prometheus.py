@@ -4,7 +4,7 @@ Read from the journal at each scrape (a collector of ``prometheus_client``, whos
 writer and parser are Prometheus' own), never kept in memory between two: the
 deliveries per status, the backlog and its oldest delivery's age, each account's last
 delivery's age, its failures by class and points in the showcase, how long its latest
-deliveries waited to be folded, and the watch's rules that hold (``healthlog.watch``).
+deliveries waited to be folded, and the watch's rules that hold (``healthlog.ops.watch``).
 Names and counts only: an account's name is a label, never a health value, a source
 name or a token. docs/operations.md, "The watch".
 
@@ -23,10 +23,11 @@ from datetime import datetime
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from healthlog import ids, watch
+from healthlog import ids
 from healthlog.config import Settings
 from healthlog.journal.port import ShowcaseReads
 from healthlog.model import Account
+from healthlog.ops import watch
 
 #: what a scrape is answered with
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

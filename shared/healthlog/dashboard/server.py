@@ -13,7 +13,6 @@ metric's name, a source, a date), and the dashboard logs only route patterns.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import signal
 import threading
@@ -36,23 +35,13 @@ class QuietHandler(WSGIRequestHandler):
         return
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def serve(app: Flask, host: str, port: int, on_ready: Any = None) -> int:
     """Serve ``app`` on ``host:port`` until SIGTERM or SIGINT; 0 when stopped so.
 
     The socket is bound here (``launcher.listening_socket``), not by werkzeug, which
     prints its own "Address already in use" text and exits: PortTaken or
     HealthlogError if it cannot listen there, for the command to say in one line."""
-    from healthlog import launcher
+    from healthlog.local import launcher
 
     with launcher.listening_socket(host, port, LISTEN_QUEUE) as bound:
         # werkzeug serves a duplicate of the descriptor: this one is closed at once

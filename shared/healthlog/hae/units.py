@@ -199,6 +199,6 @@ def conversion(series: str, unit: str) -> Conversion | None:
 def dimension_of(unit: str) -> tuple[str, float, float] | None:
     """A unit spelling's dimension (``length``, ``energy``...) with its factor and offset
     to that dimension's base unit (base = value * factor + offset); None if unknown.
-    ``healthlog.units`` converts figures for people with it, so a spelling is known in
+    ``healthlog.reads.units`` converts figures for people with it, so a spelling is known in
     one place."""
     return _KNOWN.get(unit)

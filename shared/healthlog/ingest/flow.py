@@ -45,8 +45,8 @@ from healthlog.ingest.request import (
     reply_for,
 )
 from healthlog.ingest.texts import Reason
+from healthlog.ingest.wake import Waker
 from healthlog.model import Account, NewDelivery, ParseStatus
-from healthlog.wake import Waker
 
 # the package's name, not this module's: the log lines keep their logger however the
 # package is cut into modules

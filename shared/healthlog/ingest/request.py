@@ -15,8 +15,8 @@ from typing import TypedDict, Unpack
 from healthlog.archive.port import Archive
 from healthlog.config import Settings
 from healthlog.ingest.texts import REFUSALS, Reason
+from healthlog.ingest.wake import Waker
 from healthlog.journal.port import Journal
-from healthlog.wake import Waker
 
 TEXT = "text/plain; charset=utf-8"
 
@@ -54,7 +54,7 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class IngestDeps:
-    """Built once per process (cold start) by ``healthlog.wiring.ingest_deps``."""
+    """Built once per process (cold start) by ``healthlog.ops.wiring.ingest_deps``."""
 
     journal: Journal
     archive: Archive

@@ -117,7 +117,7 @@ class AccountsSql(SqlBase):
     def accounts(self) -> list[Account]:
         return [rows.account(row) for row in self._all("accounts", {})]
 
-    # --- the watch's notices (healthlog.watch) ------------------------------------------
+    # --- the watch's notices (healthlog.ops.watch) ------------------------------------------
 
     def watch_notices(self) -> list[WatchNotice]:
         return [

@@ -21,8 +21,9 @@ from contextlib import AbstractContextManager
 from datetime import date
 from typing import TypeVar
 
-from healthlog import errors, ids, kinds, sql_guard
+from healthlog import errors, ids, kinds
 from healthlog.clock import to_text
+from healthlog.journal import guard as sql_guard
 from healthlog.journal import late_imports, rows
 from healthlog.journal import migrate as migrations
 from healthlog.journal.accounts import AccountsSql

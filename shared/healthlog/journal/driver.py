@@ -15,7 +15,7 @@ really differs between databases:
 * running a migration script;
 * the showcase's bulk write (SQLite upserts row by row, PostgreSQL copies);
 * the MCP SQL tool's guarded session (``guarded_session``: read-only, its views the
-  dialect's ``guarded_*`` statements, the policy ``healthlog.sql_guard``'s) and the
+  dialect's ``guarded_*`` statements, the policy ``healthlog.journal.guard``'s) and the
   schema's version read without writing (``schema_version``);
 * the write bound (``write_bound``): a write transaction begun under one ends by its
   moment, or is interrupted there and rolled back whole (``WriteInterrupted``); a wait
@@ -34,9 +34,9 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from healthlog.errors import HealthlogError, JournalBusy, WriteInterrupted
+from healthlog.journal.guard import Daily, Guard
 from healthlog.journal.statements import Statements
 from healthlog.model import Point, Record
-from healthlog.sql_guard import Daily, Guard
 
 T = TypeVar("T")
 
@@ -189,7 +189,7 @@ class Driver(Protocol):
         SQLite file that is not there is not made."""
 
     def guarded_session(self, account_id: str, daily: Daily | None) -> Guard:
-        """The MCP SQL tool's session over ``account_id``'s views (``healthlog.sql_guard``
+        """The MCP SQL tool's session over ``account_id``'s views (``healthlog.journal.guard``
         says what it allows): one of its own, that cannot write, whose views are the
         dialect's ``guarded_*`` statements; ``my_daily`` from ``daily``."""
 

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from healthlog.clock import At
+from healthlog.journal.guard import Daily, Guard
 from healthlog.model import (
     Account,
     Cursor,
@@ -29,7 +30,6 @@ from healthlog.model import (
     Record,
     Step,
 )
-from healthlog.sql_guard import Daily, Guard
 
 ZERO_CURSOR = Cursor(datetime.fromisoformat("0001-01-01T00:00:00+00:00"), "")
 
@@ -169,7 +169,7 @@ class StaleToken(NamedTuple):
 
 
 class WatchNotice(NamedTuple):
-    """A notification target told that a rule holds (``healthlog.watch``), until its
+    """A notification target told that a rule holds (``healthlog.ops.watch``), until its
     "recovered" is told: the target's hash (never its URL), the rule's key, the notice's
     title, when it was told (or claimed), and where it stands: ``telling`` (claimed, the
     send not confirmed), ``told``, ``ending`` (its "recovered" claimed, not confirmed)."""
@@ -413,7 +413,7 @@ class ShowcaseReads(AccountReads, Protocol):
 
     def guarded_session(self, account_id: str, daily: Daily | None = None) -> Guard:
         """The MCP SQL tool's session over the account's views, one of its own that
-        cannot write (``healthlog.sql_guard`` says what it allows; the views are the
+        cannot write (``healthlog.journal.guard`` says what it allows; the views are the
         dialect's ``guarded_*`` statements). The journal's schema must be this
         healthlog's: an older or newer one is a HealthlogError that says what to do."""
 

@@ -36,7 +36,7 @@ the delivery row, so two writers can never both succeed; docs/architecture.md
 ("Concurrency") says why both exist.
 
 The MCP SQL tool's guarded session (``PostgresGuard``: a session of the account's own
-reader role, under ``healthlog.sql_guard``'s policy) is here too.
+reader role, under ``healthlog.journal.guard``'s policy) is here too.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ from typing import Any, TypeVar, cast
 import psycopg
 from psycopg import errors as pg_errors
 
-from healthlog import errors, sql_guard
+from healthlog import errors
+from healthlog.journal import guard as sql_guard
 from healthlog.journal import rows
 from healthlog.journal.core import GUARDED_STATEMENTS, STATEMENTS, SqlJournal
 from healthlog.journal.driver import (
@@ -355,7 +356,7 @@ class PostgresDriver:
 
 
 class PostgresGuard:
-    """The SQL tool on a PostgreSQL journal (``healthlog.sql_guard``'s policy, layer 2): a
+    """The SQL tool on a PostgreSQL journal (``healthlog.journal.guard``'s policy, layer 2): a
     session of the account's reader role.
 
     Privilege, not only parsing: the journal's connection makes (idempotently) a schema

@@ -36,7 +36,7 @@ transaction back, and the attempt raises the bound's ``spent()`` error. The hand
 removed before COMMIT, so a write commits whole or not at all, and the write lock is
 free as soon as the attempt returns.
 
-The MCP SQL tool's guarded session (``SqliteGuard``, under ``healthlog.sql_guard``'s
+The MCP SQL tool's guarded session (``SqliteGuard``, under ``healthlog.journal.guard``'s
 policy) is here too: a backend is one driver module, which is why this one is 600 lines.
 """
 
@@ -54,8 +54,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, suppress
 from typing import Any, TypeVar
 
-from healthlog import errors, log, sql_guard
+from healthlog import errors, log
 from healthlog.files import FILE_MODE, private_dirs, private_file
+from healthlog.journal import guard as sql_guard
 from healthlog.journal import rows
 from healthlog.journal.core import GUARDED_STATEMENTS, STATEMENTS, SqlJournal
 from healthlog.journal.driver import (
@@ -454,7 +455,7 @@ def _in_main(select: str) -> str:
 
 
 class SqliteGuard:
-    """The SQL tool on a SQLite journal (``healthlog.sql_guard``'s policy, layer 2): a
+    """The SQL tool on a SQLite journal (``healthlog.journal.guard``'s policy, layer 2): a
     read-only connection of its own, the tool's views ``TEMP`` in it, an authorizer that
     lets a query read the journal's tables only through them, and its limits."""
 

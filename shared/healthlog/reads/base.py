@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Self
 
-from healthlog import overlap
+from healthlog import priority
 from healthlog.errors import AccountNotFound, HealthlogError
 from healthlog.journal.port import ShowcaseReads
 from healthlog.model import Account
@@ -23,11 +23,11 @@ class Base:
         self,
         journal: ShowcaseReads,
         account: Account,
-        priority: overlap.SourcePriority = overlap.DEFAULT,
+        priority: priority.SourcePriority = priority.DEFAULT,
     ) -> None:
         self.journal = journal
         self.account = account
-        #: which source counts first where cumulative samples overlap (healthlog.overlap)
+        #: which source counts first where cumulative samples overlap (healthlog.reads.overlap)
         self.priority = priority
         self._imported: frozenset[str] | None = None
 
@@ -36,7 +36,7 @@ class Base:
         cls,
         journal: ShowcaseReads,
         account_id: str | None = None,
-        priority: overlap.SourcePriority = overlap.DEFAULT,
+        priority: priority.SourcePriority = priority.DEFAULT,
         *,
         choose: str = "--account NAME or --token -",
     ) -> Self:

@@ -3,7 +3,7 @@
 ``counted_stream`` for ``healthlog export`` (many metrics and accounts in one stream), and
 ``Counting``, the reads' mixin: whether the rule can change a read at all
 (``overlaps_possible``, from the days the fold keeps summed) and the points of one metric
-that count, with how much (``counted_points``). The rule itself is ``healthlog.overlap``.
+that count, with how much (``counted_points``). The rule itself is ``healthlog.reads.overlap``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import itertools
 from collections import defaultdict
 from collections.abc import Generator, Iterable, Iterator
 
-from healthlog import overlap
+from healthlog import priority
 from healthlog.clock import At, Moment, meets
 from healthlog.journal.port import DaySum, ShowcaseReads, StoredPoint
+from healthlog.reads import overlap
 from healthlog.reads.base import Base
 from healthlog.reads.bounds import _bound, _day_span, widened
 from healthlog.reads.values import Kind, MetricInfo, kind_of
@@ -111,7 +112,7 @@ def _mixed(kept: DaySum, info: MetricInfo, source: str | None = None) -> bool:
 def counted_stream(
     journal: ShowcaseReads,
     stored: Iterable[StoredPoint],
-    priority: overlap.SourcePriority = overlap.DEFAULT,
+    priority: priority.SourcePriority = priority.DEFAULT,
     *,
     keep_all: bool = False,
     within: tuple[At | None, At | None] = (None, None),
@@ -150,7 +151,7 @@ def _ruled(
     stored: Iterable[StoredPoint],
     imported: frozenset[str],
     cumulative: bool,
-    priority: overlap.SourcePriority,
+    priority: priority.SourcePriority,
     *,
     keep_all: bool = False,
     within: tuple[At | None, At | None] = (None, None),

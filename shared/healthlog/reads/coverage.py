@@ -86,6 +86,20 @@ def find_gaps(days: dict[str, int] | list[str]) -> tuple[list[Gap], bool]:
     return gaps, daily
 
 
+def resend_advice(
+    metric: str | None = None, first: str | None = None, last: str | None = None
+) -> str:
+    """What to do in Health Auto Export to send days again (docs/hae-setup.md, step 4):
+    for one gap (its metric, its first and last day) or, without them, for any."""
+    what = metric or "the metrics"
+    when = f"from {first} to {last}" if first and last else "to the gap's first and last day"
+    return (
+        "To send a gap again: in Health Auto Export open the REST API automation, tap Manual"
+        f" Export, choose {what}, set the date range {when}, and Export. Points already here"
+        " are replaced by the re-sent ones, never doubled; they show after the next fold."
+    )
+
+
 def range_days(start: Moment | None, end: Moment | None) -> tuple[str | None, str | None]:
     """The first and last day (``YYYY-MM-DD``) a coverage over [start, end) counts, each
     None where the range is open: the day ``start`` falls on, the last ``end`` reaches

@@ -16,7 +16,7 @@ figure says where it comes from (its ``basis``):
 What was sent wins, except for heart rate: the series, when there is one, gives the
 average (of its samples) and the maximum (of their maximums), else the summary does. A
 quantity in a unit of another dimension than expected (a distance in kcal) is left out.
-Units: ``healthlog.units``.
+Units: ``healthlog.reads.units``.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from healthlog import units
 from healthlog.clock import Moment, from_text
 from healthlog.model import Item
+from healthlog.reads import units
+from healthlog.reads.units import UnitSystem
 from healthlog.reads.workouts import Workout, WorkoutReads, route_splits
-from healthlog.units import UnitSystem
 
 #: words in a workout's name (or activity type) whose pace is shown instead of its speed
 PACE_WORDS: Final = ("run", "walk", "hik")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from healthlog import overlap
 from healthlog.clock import SPREAD_SPAN, At, Moment, from_text, runs_of_days
 from healthlog.journal.port import BucketRow, CatalogEntry, CountedDay, DaySum
+from healthlog.reads import overlap
 from healthlog.reads.bounds import (
     _as_datetime,
     _bound,

@@ -20,12 +20,13 @@ from typing import Any
 
 import orjson
 
-from healthlog import display
 from healthlog.journal.port import StoredRecord
 from healthlog.model import Delivery, Item, Record
+from healthlog.reads import display
 from healthlog.reads.bounds import local_text
 from healthlog.reads.figures import Figures, UnitSplit, WeekTotal, WorkoutDetail, Zones
 from healthlog.reads.sleep_figures import SleepFigures, Window
+from healthlog.reads.summary import Glance
 from healthlog.reads.values import MetricInfo, Night
 from healthlog.reads.workouts import Workout
 
@@ -401,3 +402,20 @@ def delivery_dict(d: Delivery, *, full: bool = False) -> dict[str, Any]:
             "headers": dict(d.headers),
         }
     return out
+
+
+#: the cards that are no stored metric of their own: their names and units
+OWN_CARDS = {"sleep_analysis": ("Sleep", "h"), "workouts": ("Workouts", "min")}
+
+
+def card_names(card: Glance) -> tuple[str, str]:
+    """A card's name and unit for people."""
+    if card.metric in OWN_CARDS:
+        return OWN_CARDS[card.metric]
+    return display.metric_name(card.metric), display.unit_name(card.unit, card.metric)
+
+
+def card_dict(card: Glance) -> dict[str, object]:
+    """A card's JSON (``Glance.as_dict``) with its names for people."""
+    name, unit = card_names(card)
+    return card.as_dict() | {"display_name": name, "display_unit": unit}

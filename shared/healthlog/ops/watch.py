@@ -573,7 +573,7 @@ class WatchLoop:
         self._thread.join(timeout=grace_s)
 
     def _run(self) -> None:
-        from healthlog import wiring
+        from healthlog.ops import wiring
 
         journal: Journal | None = None
         try:

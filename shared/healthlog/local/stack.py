@@ -1,7 +1,7 @@
 """The local stack: ingest and fold (functions-framework's app), a tick, the dashboard.
 
-Both functions run as ``healthlog.localserver`` processes (functions-framework's app
-under waitress, started and stopped by ``healthlog.launcher``) bound to 127.0.0.1 by
+Both functions run as ``healthlog.local.server`` processes (functions-framework's app
+under waitress, started and stopped by ``healthlog.local.launcher``) bound to 127.0.0.1 by
 default (anything else is opt-in with ``--host``). The tick POSTs to the fold function
 every ``tick`` seconds (and once at start, which is how the backlog is picked up: an
 ordinary pass). Stopping (SIGTERM or Ctrl-C): ingest stops taking requests first, then
@@ -9,7 +9,7 @@ the tick, then the fold finishes or abandons the delivery in hand; the journal i
 by the fold process itself after that. The dashboard (``healthlog dashboard``,
 read-only, 127.0.0.1 unless told) is a third child, stopped first. With notification
 targets set (``HEALTHLOG_NOTIFY_URLS``), a thread evaluates the watch's rules every tick
-(``healthlog.watch.WatchLoop``).
+(``healthlog.ops.watch.WatchLoop``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from healthlog import launcher, log, watch
+from healthlog import log
 from healthlog.config import ENV_PREFIX, WAKE_HEADER, Settings
 from healthlog.errors import AccountNameTaken, HealthlogError
+from healthlog.local import launcher
+from healthlog.ops import watch
 
 if TYPE_CHECKING:
     from healthlog.journal.port import Journal
@@ -248,7 +250,8 @@ def prepare_stack(settings: Settings) -> str | None:
     reconcile journals any body a crash left archived without its row, so a restart
     after a crash needs no manual step; the first pass then folds them.
     """
-    from healthlog import reconcile, store, tokens
+    from healthlog import tokens
+    from healthlog.ops import reconcile, store
 
     with store.opened(settings, "create", archive=True) as opened:
         journal = opened.journal

@@ -1,7 +1,7 @@
 """``healthlog mcp``: an MCP server over one account's showcase (docs/mcp.md).
 
 Read-only tools for an assistant, each a thin wrapper over ``healthlog.reads.Reads``
-(and, for the SQL tool, the journal's guarded session under ``healthlog.sql_guard``'s
+(and, for the SQL tool, the journal's guarded session under ``healthlog.journal.guard``'s
 policy), on the official ``mcp`` SDK: stdio by default, streamable HTTP on 127.0.0.1
 with ``--http``. The journal is a ``ShowcaseReads``: no tool can reach a write.
 
@@ -30,12 +30,14 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 
-from healthlog import coverage_report, heavy, log, ranges, reads, sql_guard
+from healthlog import log, reads
 from healthlog.clock import UnknownZone, from_text, zone_named
 from healthlog.config import Settings
 from healthlog.errors import HealthlogError, needs_extra
+from healthlog.journal import guard as sql_guard
 from healthlog.journal.port import ShowcaseReads
-from healthlog.reads import shapes
+from healthlog.reads import heavy, ranges, shapes
+from healthlog.reads.coverage import resend_advice
 
 try:  # the extra's parts: pydantic and pydantic_core come with mcp
     from mcp.server.mcpserver import Context, MCPServer
@@ -161,7 +163,7 @@ _TAKES = {
 class _Server(MCPServer[Any]):
     """MCPServer whose refusal of an argument's kind is one plain sentence per argument
     (its name, what it takes, what came), like the tools' own: not pydantic's text.
-    ``heavy`` is the gate its heavy tools run through (``healthlog.heavy``)."""
+    ``heavy`` is the gate its heavy tools run through (``healthlog.reads.heavy``)."""
 
     heavy: heavy.Gate
 
@@ -645,7 +647,7 @@ def build(r: reads.Reads, guard: sql_guard.Guard) -> _Server:
             return {
                 "metrics": shown,
                 **cut,
-                "resend": coverage_report.RESEND.replace("\n", " "),
+                "resend": resend_advice(),
                 "deliveries": {
                     "counts": status.counts,
                     "backlog": status.backlog,
@@ -727,7 +729,8 @@ def open_readonly(settings: Settings) -> ShowcaseReads:
     """The journal for reading: not migrated (that would write), not created if missing."""
     import os
 
-    from healthlog import urls, wiring
+    from healthlog import urls
+    from healthlog.ops import wiring
 
     location = urls.journal_location(settings.journal_url)
     if isinstance(location, urls.SqliteLocation) and not os.path.isfile(location.path):
@@ -745,7 +748,7 @@ def open_guard(r: reads.Reads) -> sql_guard.Guard:
 
 def refuse_off_loopback(http: bool, host: str) -> None:
     """HealthlogError unless the server would listen on this machine only."""
-    from healthlog.dashboard.server import is_loopback
+    from healthlog.local.launcher import is_loopback
 
     if http and not is_loopback(host):
         raise HealthlogError(
@@ -757,8 +760,7 @@ def refuse_off_loopback(http: bool, host: str) -> None:
 @contextlib.contextmanager
 def _listening(host: str, port: int) -> Iterator[socket.socket]:
     """A socket listening on ``host``:``port``; PortTaken (exit 1) if another has it."""
-    from healthlog import launcher
-    from healthlog import serve as stack
+    from healthlog.local import launcher, stack
 
     try:
         sock = launcher.listening_socket(host, port)

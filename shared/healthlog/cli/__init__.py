@@ -2,7 +2,7 @@
 
 Commands are thin: each reads its options (typed, so a bad value is a usage error
 naming the option, exit status 2), opens the journal and archive with
-``healthlog.store.opened`` and hands the work to a module (``accounts``, ``names``,
+``healthlog.ops.store.opened`` and hands the work to a module (``accounts``, ``names``,
 ``points_export``, ``records_export``, ``delivery_report``, ``coverage_report``,
 ``serve``...). Exit status: 0 done; 1 the command ran and could not do it (a port
 taken, nothing to plot, an interrupted export); 2 a usage error or a refusal (a bad
@@ -30,15 +30,17 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from healthlog import accounts, files, ranges, units
+from healthlog import files
 from healthlog.clock import UnknownZone
 from healthlog.config import Settings
 from healthlog.errors import HealthlogError, plotly_missing
 from healthlog.journal.port import Journal
 from healthlog.model import Account, ParseStatus
+from healthlog.ops import accounts
+from healthlog.reads import ranges, units
 
 if TYPE_CHECKING:
-    from healthlog.store import Store
+    from healthlog.ops.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,7 +59,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 class BoundType(click.ParamType[Any]):
     """``--from``/``--to``: a date, an ISO date-time (with or without an offset), or a
-    relative form (``today``, ``yesterday``, ``7d``, ``24h``); ``healthlog.ranges``."""
+    relative form (``today``, ``yesterday``, ``7d``, ``24h``); ``healthlog.reads.ranges``."""
 
     name = "TIME"
 
@@ -91,7 +93,7 @@ class PictureFile(OutputFile):
     name = "FILE.png|FILE.svg"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from healthlog import plot
+        from healthlog.cli import pictures as plot
 
         try:
             return plot.check_output(str(value))
@@ -120,7 +122,7 @@ class ZoneName(click.ParamType[Any]):
 
 
 class AgeType(click.ParamType[Any]):
-    """``--older-than``: an amount of time ago, ``healthlog.ranges``'s relative form
+    """``--older-than``: an amount of time ago, ``healthlog.reads.ranges``'s relative form
     (``90d``, ``12w``, ``36h``); more than nothing."""
 
     name = "AGE"
@@ -376,7 +378,7 @@ def _bad_name(option: str, exc: HealthlogError) -> click.BadParameter:
 @contextlib.contextmanager
 def _creating() -> Iterator[Store]:
     """The journal, made if there is none yet: saying where on stderr, when it does."""
-    from healthlog import store
+    from healthlog.ops import store
 
     settings = obtain_settings()
     if not store.exists(settings):
@@ -446,8 +448,8 @@ def serve(
     journals any body a crash left archived without its row, then takes deliveries until
     Ctrl-C or SIGTERM.
     """
-    from healthlog import serve as stack
-    from healthlog import store
+    from healthlog.local import stack
+    from healthlog.ops import store
 
     settings = obtain_settings()
     env = dict(os.environ)
@@ -501,7 +503,7 @@ def serve(
 def _first_token(settings: Settings, token: str) -> None:
     """The first account's new token: on a terminal, shown; elsewhere (a service manager's
     log, a file) kept in a file of the user's only, and the log says where."""
-    from healthlog import serve as stack
+    from healthlog.local import stack
 
     if sys.stdout.isatty():
         click.echo("A first account, default, was made. Add this header to the Health Auto")
@@ -542,16 +544,16 @@ def dashboard(
     ready_fd: int | None,
 ) -> int:
     """Serve the read-only dashboard: its pages and its JSON API."""
-    from healthlog import launcher, store
-    from healthlog import serve as stack
     from healthlog.dashboard import DashboardOptions, create_app
     from healthlog.dashboard import server as dashboard_server
+    from healthlog.local import launcher, stack
+    from healthlog.ops import store
 
     settings = obtain_settings()
     with store.opened(settings, "read", archive=True) as opened:
         if account is not None:
             accounts.find(opened.journal, account)  # AccountNotFound: exit 2, saying which
-        sign_in = require_sign_in or not dashboard_server.is_loopback(host)
+        sign_in = require_sign_in or not launcher.is_loopback(host)
         app = create_app(
             opened.journal,
             opened.archive,
@@ -571,7 +573,7 @@ def dashboard(
             click.echo(f"healthlog dashboard (read-only) at  {stack.http_url(host, bound)}")
             if sign_in:
                 click.echo("sign in with an account's token; it shows only that account's data")
-            if not dashboard_server.is_loopback(host):
+            if not launcher.is_loopback(host):
                 click.echo("plain HTTP: put it behind TLS (a reverse proxy) or a VPN")
             if (missing := plotly_missing()) is not None:
                 click.echo(missing)
@@ -595,7 +597,8 @@ def mcp(http: bool, host: str, port: int, account: str | None, token: str | None
     Over stdio, or streamable HTTP with --http. It never writes to the journal. Needs
     the extra healthlog[mcp]; docs/mcp.md.
     """
-    from healthlog import mcp_server, store
+    from healthlog.mcp import server as mcp_server
+    from healthlog.ops import store
     from healthlog.reads import Reads
 
     chosen = chosen_account(account, token)
@@ -644,7 +647,7 @@ def account_add(name: str, as_json: bool) -> None:
 @json_option
 def account_list(as_json: bool) -> None:
     """List the accounts."""
-    from healthlog import store
+    from healthlog.ops import store
     from healthlog.terminal import shown
 
     with store.opened(obtain_settings(), "read") as opened:
@@ -668,7 +671,7 @@ def account_set_tz(name: str, zone: str, as_json: bool) -> None:
     ZONE is an IANA name, such as Europe/Berlin. It is also the clock --from/--to are
     read on when they have no offset.
     """
-    from healthlog import store
+    from healthlog.ops import store
 
     with store.opened(obtain_settings(), "write") as opened:
         changed = accounts.set_time_zone(opened.journal, name, zone)
@@ -687,7 +690,7 @@ def account_set_units(name: str, system: str, as_json: bool) -> None:
     kcal, °F. What the phone sent is kept as it was; this is how the dashboard and the
     MCP tools show it.
     """
-    from healthlog import store
+    from healthlog.ops import store
 
     with store.opened(obtain_settings(), "write") as opened:
         changed = accounts.set_unit_system(opened.journal, name, system)
@@ -700,8 +703,8 @@ def account_set_units(name: str, system: str, as_json: bool) -> None:
 @json_option
 def account_rotate(name: str, as_json: bool) -> None:
     """Give the account a new token, printed once; the old one stops working."""
-    from healthlog import serve as stack
-    from healthlog import store
+    from healthlog.local import stack
+    from healthlog.ops import store
 
     settings = obtain_settings()
     with store.opened(settings, "write") as opened:
@@ -735,7 +738,7 @@ def account_export(output: Path | None) -> None:
     lets no one send deliveries; keep it private all the same: whoever holds it can tell
     whether a token they come across belongs to one of these accounts.
     """
-    from healthlog import store
+    from healthlog.ops import store
 
     with store.opened(obtain_settings(), "read") as opened:
         lines = accounts.export_lines(opened.journal)
@@ -774,13 +777,14 @@ def account_import(file: str, as_json: bool) -> None:
 @json_option
 def status(check: bool, account: str | None, token: str | None, as_json: bool) -> int:
     """Counts per status, the backlog, the uncovered keys, what the showcase holds."""
-    from healthlog import delivery_report, store
+    from healthlog.cli import delivery_report
+    from healthlog.ops import store
 
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
         account_id = accounts.find_id(opened.journal, chosen)
         if check:
-            from healthlog import watch
+            from healthlog.ops import watch
 
             found = watch.evaluate(opened.journal, opened.settings, account_id=account_id)
             emit(as_json, [f.as_dict() for f in found], watch.check_text(found))
@@ -805,8 +809,9 @@ def summary(until: datetime | None, account: str | None, token: str | None, as_j
     """Today and the last 7 days of each metric, and its trend, as the dashboard's home
     page says them: a cumulative metric's total, a discrete one's average; the trend is
     the last 90 days against the last 365 (docs/dashboard.md, "Summary")."""
-    from healthlog import store, summary_report
-    from healthlog.reads import Reads, today
+    from healthlog.cli import summary_report
+    from healthlog.ops import store
+    from healthlog.reads import Reads, shapes, today
 
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
@@ -816,7 +821,7 @@ def summary(until: datetime | None, account: str | None, token: str | None, as_j
         cards = reads.summary(day)
     emit(
         as_json,
-        {"today": day.isoformat(), "cards": [summary_report.as_dict(c) for c in cards]},
+        {"today": day.isoformat(), "cards": [shapes.card_dict(c) for c in cards]},
         summary_report.text(cards, day),
     )
 
@@ -833,8 +838,8 @@ def watch(dry_run: bool, as_json: bool) -> None:
     told is kept in the journal. For cron or a systemd timer; `healthlog serve` does the
     same every tick. A target that cannot be reached is logged and tried at the next run.
     """
-    from healthlog import store
-    from healthlog import watch as watching
+    from healthlog.ops import store
+    from healthlog.ops import watch as watching
 
     with store.opened(obtain_settings(), "read" if dry_run else "write") as opened:
         report = watching.Watcher(opened.journal, opened.settings).run(dry_run=dry_run)
@@ -851,7 +856,8 @@ def deliveries(
     status_: str | None, limit: int, account: str | None, token: str | None, as_json: bool
 ) -> None:
     """List the deliveries, newest first."""
-    from healthlog import delivery_report, store
+    from healthlog.cli import delivery_report
+    from healthlog.ops import store
 
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
@@ -873,8 +879,9 @@ def deliveries(
 @json_option
 def fold(as_json: bool) -> None:
     """Run one fold pass now and print the outcome counts."""
-    from healthlog import delivery_report, store
+    from healthlog.cli import delivery_report
     from healthlog.fold.service import FoldService
+    from healthlog.ops import store
 
     settings = obtain_settings()
     with store.opened(settings, "write", archive=True) as opened:
@@ -914,9 +921,10 @@ def replay(
     Choose them with exactly one of --all, --status, --uncovered or --failure. The
     showcase comes out the same whatever the order, so a replay is always safe.
     """
-    from healthlog import delivery_report, progress, store
+    from healthlog.cli import delivery_report, progress
     from healthlog.fold.replay import replay as replay_deliveries
     from healthlog.fold.service import make_player
+    from healthlog.ops import store
 
     picked = [every, status_ is not None, uncovered is not None, failure is not None]
     if sum(picked) != 1:
@@ -951,8 +959,9 @@ def replay(
 @json_option
 def reconcile(as_json: bool) -> None:
     """Journal the archived bodies that have no journal row (safe to run any time)."""
-    from healthlog import delivery_report, progress, store
-    from healthlog import reconcile as reconciling
+    from healthlog.cli import delivery_report, progress
+    from healthlog.ops import reconcile as reconciling
+    from healthlog.ops import store
 
     bar = progress.Progress(
         "reconcile", "archived bodies", enabled=progress.shown_to_person(as_json)
@@ -976,8 +985,9 @@ def retention(older_than: timedelta, dry_run: bool, as_json: bool) -> None:
     the showcase keeps what it brought; replay and a rebuild from the archive skip it.
     docs/operations.md, "Retention".
     """
-    from healthlog import delivery_report, progress, store
-    from healthlog.retention import retain
+    from healthlog.cli import delivery_report, progress
+    from healthlog.ops import store
+    from healthlog.ops.retention import retain
 
     settings = obtain_settings()
     unit = "bodies found" if dry_run else "bodies removed"
@@ -1020,7 +1030,8 @@ def import_(
     or its export.xml is cut or not well-formed (what was read before is folded).
     docs/history.md.
     """
-    from healthlog import accounts, delivery_report, importer, progress, store
+    from healthlog.cli import delivery_report, progress
+    from healthlog.ops import accounts, importer, store
     from healthlog.reads import Reads
 
     chosen = chosen_account(account, token)
@@ -1055,7 +1066,7 @@ def import_(
 @json_option
 def migrate(as_json: bool) -> None:
     """Bring the journal's schema up to this healthlog's (other writing commands do too)."""
-    from healthlog import store
+    from healthlog.ops import store
 
     settings = obtain_settings()
     before = store.schema_version(settings)
@@ -1081,7 +1092,8 @@ def metrics(account: str | None, token: str | None, as_json: bool) -> None:
     """List the metrics (with their fields, units, points, first and last times) and the
     other sections (with their records), per account: the names --metric and --section
     take."""
-    from healthlog import names, store
+    from healthlog.ops import store
+    from healthlog.reads import names
 
     chosen = chosen_account(account, token)
     with store.opened(obtain_settings(), "read") as opened:
@@ -1134,8 +1146,10 @@ def export(
     plots and summaries count of it, and points that count nothing are left out
     (docs/history.md, "One truth when sources overlap").
     """
-    from healthlog import names, points_export, progress, reads, records_export, store
-    from healthlog.reads import UnknownName
+    from healthlog import reads
+    from healthlog.cli import progress
+    from healthlog.ops import store
+    from healthlog.reads import UnknownName, names, points_export, records_export
 
     if metric is not None and section is not None:
         raise click.UsageError("--metric and --section cannot go together")
@@ -1208,9 +1222,9 @@ def plot(
     sums, sleep_analysis stages per night. Times are the phone's local times; a gap in
     the data is a gap in the line.
     """
-    from healthlog import names, store
-    from healthlog import plot as plotting
-    from healthlog.reads import Reads, Resolution, TooHeavy, UnknownName
+    from healthlog.cli import pictures as plotting
+    from healthlog.ops import store
+    from healthlog.reads import Reads, Resolution, TooHeavy, UnknownName, names
 
     try:
         plotting.require_matplotlib()  # before anything is read
@@ -1278,7 +1292,8 @@ def coverage(
     every day. Whole days: --from's day is in, and so is every day --to reaches into.
     docs/dashboard.md, "Data coverage".
     """
-    from healthlog import coverage_report, store
+    from healthlog.cli import coverage_report
+    from healthlog.ops import store
     from healthlog.reads import Reads, UnknownName
 
     chosen = chosen_account(account, token)

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import IO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from healthlog import tokens, units
+from healthlog import tokens
 from healthlog.errors import (
     AccountError,
     AccountIdTaken,
@@ -35,6 +35,7 @@ from healthlog.errors import (
 )
 from healthlog.journal.port import Journal
 from healthlog.model import Account
+from healthlog.reads import units
 
 #: the longest account name
 NAME_MAX = 64

@@ -7,18 +7,19 @@ coverage", explains them. Only metric names, days and counts are printed.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from datetime import date
 
 from healthlog.reads import DAILY_SHARE, STRETCH_BREAK_DAYS, Coverage, Gap
+from healthlog.reads.coverage import resend_advice
 from healthlog.terminal import shown
 
-#: what to do in the app to send a range again (docs/hae-setup.md, step 4)
-RESEND = (
-    "To send a gap again: in Health Auto Export open the REST API automation, tap\n"
-    "Manual Export, choose the metrics, set the date range to the gap's first and last\n"
-    "day, and Export. Points already here are replaced by the re-sent ones, never doubled."
-)
+
+def _wrapped(text: str, width: int = 84) -> str:
+    """``text`` in lines of ``width``, the app's button names ("Manual Export") kept whole."""
+    kept = text.replace("Manual Export", "Manual\u00a0Export")
+    return textwrap.fill(kept, width=width).replace("\u00a0", " ")
 
 
 def span_days(coverage: Coverage) -> int:
@@ -88,5 +89,5 @@ def text(found: Sequence[Coverage], *, per_day: bool = False, resend_hint: bool 
             for day, count in sorted(c.late.items()):
                 lines.append(f"  {shown(c.metric):<{width}}  {day}  {count:>6}")
     if with_gaps and resend_hint:
-        lines += ["", RESEND]
+        lines += ["", _wrapped(resend_advice())]
     return "\n".join(lines)

@@ -16,8 +16,8 @@ from healthlog.archive.port import Archive
 from healthlog.config import ENV_PREFIX, Settings
 from healthlog.errors import ConfigError
 from healthlog.ingest import IngestDeps
+from healthlog.ingest.wake import HttpWaker, LambdaWaker, NullWaker, Waker
 from healthlog.journal.port import Journal
-from healthlog.wake import HttpWaker, LambdaWaker, NullWaker, Waker
 
 
 def open_journal(settings: Settings) -> Journal:

@@ -2,7 +2,7 @@
 
 ``healthlog serve`` (``serve.py``), the tests (``tests/integration/servers.py``) and the
 benchmarks (``bench/_common.py``) all start their servers here, so all of them run the
-same command, ``python -m healthlog.localserver`` (functions-framework's app under
+same command, ``python -m healthlog.local.server`` (functions-framework's app under
 waitress, with HAE's header limit, an idle timeout and a graceful-stop window), serving
 ``functions/<target>/main.py`` of this checkout or another source file:
 
@@ -40,7 +40,7 @@ from typing import Self
 
 HOST = "127.0.0.1"
 #: the checkout: ``functions/<target>/main.py`` is served from here
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0
 #: how much of a server's output a NotListening message quotes
@@ -58,6 +58,16 @@ class PortTaken(NotListening):
         super().__init__(f"port {port} on {host} is taken by another process")
         self.host = host
         self.port = port
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def port_free(host: str, port: int) -> bool:
@@ -123,7 +133,7 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 #: where a built wheel carries ``functions/<target>/main.py`` (setup.py copies them)
-PACKAGED = Path(__file__).resolve().parent / "_functions"
+PACKAGED = Path(__file__).resolve().parents[1] / "_functions"
 
 
 def function_source(target: str) -> Path:
@@ -144,7 +154,7 @@ def function_command(
     return [
         sys.executable,
         "-m",
-        "healthlog.localserver",
+        "healthlog.local.server",
         "--target",
         target,
         "--source",

@@ -44,45 +44,13 @@ from typing import Generic, TypeVar
 
 from healthlog.clock import REACH, At, meets, spans, utc_of
 from healthlog.clock import spread as split
-from healthlog.config import DEFAULT_SOURCE_PRIORITY, priority_fragments
 from healthlog.journal.port import BucketRow
+from healthlog.priority import DEFAULT, SourcePriority
 
 #: a day of the phone's clock holds UTC starts up to this far beyond its UTC day
 DAY_REACH = REACH
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class SourcePriority:
-    """Which source counts first where samples overlap (rule 2)."""
-
-    fragments: tuple[str, ...]
-
-    @classmethod
-    def parse(cls, text: str) -> SourcePriority:
-        """``"watch,iphone"``: name fragments, first first; ConfigError if none."""
-        return cls(priority_fragments(text))
-
-    @property
-    def key(self) -> str:
-        """The priority as one text, what a day counted by it is kept under
-        (``Journal.counted_days``): the same fragments, the same key."""
-        return ",".join(self.fragments)
-
-    def rank(self, source: str) -> tuple[int, str]:
-        """Smaller first: the first fragment any part of the source's name holds."""
-        folded = source.casefold()
-        best = len(self.fragments)
-        for part in folded.split("|"):  # HAE's merged sources: their best part
-            for i, fragment in enumerate(self.fragments[:best]):
-                if fragment in part:
-                    best = i
-                    break
-        return best, source
-
-
-DEFAULT = SourcePriority.parse(DEFAULT_SOURCE_PRIORITY)
 
 
 @dataclass(slots=True)

@@ -78,7 +78,7 @@ def schema_version(settings: Settings, journal: ShowcaseReads | None = None) -> 
     """
     if journal is not None:
         return journal.schema_version()
-    from healthlog import wiring
+    from healthlog.ops import wiring
 
     opened = wiring.open_journal(settings)
     try:
@@ -136,7 +136,7 @@ def check(settings: Settings, mode: Mode, journal: ShowcaseReads | None = None) 
 @contextlib.contextmanager
 def opened(settings: Settings, mode: Mode, *, archive: bool = False) -> Iterator[Store]:
     """The journal (and the archive if asked), checked for ``mode``; closed on exit."""
-    from healthlog import wiring
+    from healthlog.ops import wiring
 
     if not exists(settings) and mode != "create":
         raise no_journal(settings)

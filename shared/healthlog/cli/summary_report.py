@@ -2,7 +2,7 @@
 
 The numbers are ``Reads.summary``'s (docs/dashboard.md, "Summary": today, the last 7
 days, the trend of the last 90 days against the year); names and units are a person's
-(``healthlog.display``). Only metric names, days and numbers are printed.
+(``healthlog.reads.display``). Only metric names, days and numbers are printed.
 """
 
 from __future__ import annotations
@@ -10,19 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
-from healthlog import display
 from healthlog.reads import Direction, Glance, Kind
+from healthlog.reads.shapes import card_names
 
-#: the cards that are no stored metric of their own: their names and units
-OWN = {"sleep_analysis": ("Sleep", "h"), "workouts": ("Workouts", "min")}
 ARROWS = {Direction.UP: "↑ higher", Direction.DOWN: "↓ lower", Direction.STEADY: "→ steady"}
-
-
-def names(card: Glance) -> tuple[str, str]:
-    """A card's name and unit for people."""
-    if card.metric in OWN:
-        return OWN[card.metric]
-    return display.metric_name(card.metric), display.unit_name(card.unit, card.metric)
 
 
 def _value(value: float | None, unit: str) -> str:
@@ -32,20 +23,14 @@ def _value(value: float | None, unit: str) -> str:
     return f"{value:,.{digits}f} {unit}".strip()
 
 
-def as_dict(card: Glance) -> dict[str, object]:
-    """A card's JSON (``Glance.as_dict``) with its names for people."""
-    name, unit = names(card)
-    return card.as_dict() | {"display_name": name, "display_unit": unit}
-
-
 def text(cards: Sequence[Glance], today: date) -> str:
     """The human report: a metric a line (today, the last 7 days), then its trend."""
     if not cards:
         return f"no data in the year up to {today.isoformat()}"
     lines = [f"summary of {today.isoformat()} (today: its value; 7 days: today and the 6 before)"]
-    width = max(len(names(c)[0]) for c in cards)
+    width = max(len(card_names(c)[0]) for c in cards)
     for card in cards:
-        name, unit = names(card)
+        name, unit = card_names(card)
         if card.today is not None:
             now = f"today {_value(card.today, unit)}"
         elif card.last_day is not None:

@@ -11,7 +11,7 @@ justifies (``hae.units.justified``); one folded before that rule is written roun
 same way, so 165.3 lb is written 74.979 kg, not 74.97881876100001.
 
 ``counted`` is what healthlog's own reads count of the point where sources overlap
-(``healthlog.overlap``: one origin per metric and day, and for cumulative metrics a
+(``healthlog.reads.overlap``: one origin per metric and day, and for cumulative metrics a
 source priority): ``qty`` for most points, a share of it for a sample partly covered
 by a source before it. Points that count nothing are left out unless every point is
 asked for; they are then written with ``counted`` 0.
@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from healthlog.hae import units
 from healthlog.journal.port import StoredPoint
-from healthlog.overlap import Candidate
+from healthlog.reads.overlap import Candidate
 
 FORMATS = ("csv", "jsonl")
 COLUMNS = [

@@ -1,6 +1,6 @@
 """Serve one function: functions-framework's app under waitress, with limits fit for HAE.
 
-``python -m healthlog.localserver --target ingest --source functions/ingest/main.py``
+``python -m healthlog.local.server --target ingest --source functions/ingest/main.py``
 builds the same app as ``functions-framework --target ... --source ...``
 (``functions_framework.create_app``) and serves it with waitress instead of
 functions-framework's gunicorn (docs/operations.md, "The HTTP server", says why):
@@ -26,7 +26,7 @@ functions-framework's gunicorn (docs/operations.md, "The HTTP server", says why)
 * waitress's own log lines are JSON lines like healthlog's (``healthlog.log``);
 * ``--ready-fd N``: once the socket is bound, one line is written to that descriptor
   and it is closed, so the process that started this one knows that this server, and
-  not another process, listens on the port (``healthlog.launcher``).
+  not another process, listens on the port (``healthlog.local.launcher``).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def serve(server: BaseWSGIServer, socket_map: _SocketMap, grace_s: float) -> Non
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m healthlog.localserver")
+    parser = argparse.ArgumentParser(prog="python -m healthlog.local.server")
     parser.add_argument("--target", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--host", default="127.0.0.1")

@@ -1,7 +1,7 @@
 """Import the Health app's own export: years of history as one delivery (issue 12).
 
 ``import_export(path, ...)`` takes an ``export.zip``, its unzipped folder, or a bare
-``export.xml``, against any journal and archive (``healthlog.wiring``), and does what
+``export.xml``, against any journal and archive (``healthlog.ops.wiring``), and does what
 ingest and the fold do for an HAE body, in the same three steps
 (docs/history.md, "How an import is stored and folded"):
 

@@ -24,8 +24,9 @@ import logging
 import re
 from typing import Any
 
-from healthlog import log, watch
-from healthlog.watch import Target
+from healthlog import log
+from healthlog.ops import watch
+from healthlog.ops.watch import Target
 
 logger = logging.getLogger("healthlog.watch")
 

@@ -1,0 +1,5 @@
+"""``python -m healthlog.cli``: the ``healthlog`` command."""
+
+from healthlog.cli import main
+
+main()

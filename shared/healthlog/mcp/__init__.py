@@ -1,0 +1,4 @@
+"""The MCP interface: ``healthlog mcp``, one account's showcase for an assistant.
+
+``server`` builds the server and runs it on stdio or streamable HTTP (docs/mcp.md).
+"""
