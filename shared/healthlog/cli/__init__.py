@@ -1307,6 +1307,3 @@ def coverage(
             raise _bad_name("--metric", exc) from None
     emit(as_json, [c.as_dict() for c in found], coverage_report.text(found, per_day=per_day))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,7 @@
-"""``python -m healthlog.cli``: the ``healthlog`` command."""
+"""``python -m healthlog.cli``: the ``healthlog`` command, with its exit status."""
+
+import sys
 
 from healthlog.cli import main
 
-main()
+sys.exit(main())
