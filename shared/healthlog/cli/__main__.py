@@ -1,5 +1,7 @@
 """``python -m healthlog.cli``: the ``healthlog`` command."""
 
+import sys
+
 from healthlog.cli import main
 
-main()
+sys.exit(main())
