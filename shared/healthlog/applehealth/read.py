@@ -14,27 +14,39 @@ ends. What is held is one batch. What one element may expand into is capped
 (``records.Caps``): an element keeps at most ``Caps.items`` children, a workout's route
 and an ECG their cap of Items (the GPX and CSV readers count the rest, never build it),
 and a batch counts the Items of its records with its points.
+
+The reader is one class, ``ExportReading``, made of a reader per kind of element, each
+in its module: ``elements`` (the element, the batch, the counts they share), ``samples``
+(Records: quantity and category samples), ``workouts``; this module is the stream (the
+parser target, the batches, the dispatch of each element) and the correlations, activity
+summaries and ECGs.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import orjson
 from lxml import etree
 
 from healthlog.applehealth import ios8, series, types
-from healthlog.applehealth.files import Export, ExportUnreadable, safe_member
-from healthlog.hae import dates, metrics, records, sections, units
-from healthlog.hae.records import CAPPED, CAPS, Caps, Found, Spec
+from healthlog.applehealth.elements import (
+    _correlated_key,
+    _metadata,
+    _Node,
+    _number_or_text,
+    _Pending,
+)
+from healthlog.applehealth.files import Export, ExportUnreadable
+from healthlog.applehealth.samples import _SampleReader, _Shape
+from healthlog.applehealth.workouts import _WorkoutReader
+from healthlog.hae import dates, records, sections
+from healthlog.hae.records import CAPPED, CAPS, Caps, Found
 from healthlog.model import Point, Record
 
 #: the default batch: about this many points (plus one element's) per ``Batch``
@@ -43,39 +55,11 @@ BATCH_POINTS = 50_000
 _CHUNK = 64 * 1024
 ECG_FOLDER = "electrocardiograms"
 
-_SECONDS = {"s": 1.0, "sec": 1.0, "min": 60.0, "hr": 3600.0, "h": 3600.0, "d": 86400.0}
-_MEAL_TIMES = {"1": "Before Meal", "2": "After Meal"}
-_INSULIN_REASONS = {"1": "Basal", "2": "Bolus"}
-_MOTION_CONTEXTS = {"1": "Sedentary", "2": "Active"}
-# the metadata entry a quantity's point takes out of its metadata: heart rate as its
-# ``context``, glucose and insulin as its text
-_SPECIAL_METADATA = {
-    "heart_rate": ("HKMetadataKeyHeartRateMotionContext", _MOTION_CONTEXTS),
-    "blood_glucose": ("HKBloodGlucoseMealTime", _MEAL_TIMES),
-    "insulin_delivery": ("HKInsulinDeliveryReason", _INSULIN_REASONS),
-}
-_PROTECTION = {"1": "Protection Used", "0": "Protection Not Used"}
-_SEXUAL_FIELDS = ("Unspecified", "Protection Used", "Protection Not Used")
-# the export's attributes of a sample kept in a point's extra, beside its metadata
-_SAMPLE_EXTRAS = ("sourceVersion", "device", "creationDate")
-
-
 #: quantity samples are built by ``ExportReading._direct``; False hands every one to
 #: HAE's builder, the reference the tests hold the direct path to
 _DIRECT = True
 _HRV = types.QUANTITY_PREFIX + "HeartRateVariabilitySDNN"  # with beats: HAE's builder
 _DIRECT_KINDS = frozenset(types.QUANTITIES)
-_isfinite = math.isfinite
-_TIMES_KEPT = 512
-_new = tuple.__new__
-_MAX_SOURCE = metrics.MAX_SOURCE
-_MAX_INLINE = metrics.MAX_INLINE
-_SORTED = orjson.OPT_SORT_KEYS
-_dumps = orjson.dumps
-_instant = dates.instant
-# the value key of HAE's point -> the Points' fields (hae.metrics: Min/Avg/Max are the
-# fields min/avg/max; blood pressure's systolic/diastolic keep their names)
-_HEART_RATE_FIELDS = ("min", "avg", "max")
 _CORRELATIONS = ("HKCorrelationTypeIdentifierBloodPressure", "HKCorrelationTypeIdentifierFood")
 # the sample types a correlation holds
 _CORRELATED = frozenset(
@@ -83,59 +67,6 @@ _CORRELATED = frozenset(
     for kind in types.QUANTITIES
     if kind.removeprefix(types.QUANTITY_PREFIX).startswith(("BloodPressure", "Dietary"))
 )
-
-
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """What becomes of one quantity type's samples in one unit, decided once per reading.
-
-    The decisions HAE's builder makes per metric and unit (``hae.metrics._metric``): the
-    fields, the unit stored, the conversion, whether the unit is too long to keep.
-    """
-
-    metric: str
-    key: str  # the metric's uncovered key (``metrics.<name>``)
-    fields: tuple[str, ...]
-    sent: str  # the unit as HAE spells it: what the sample was sent in
-    percent: bool  # HealthKit's fraction, HAE's percentage
-    unit: str  # the unit stored
-    too_long: bool  # a unit too long to be part of a key: every point is left out
-    convert: bool  # stored in the canonical unit, what was sent kept in extra
-    identity: bool
-    factor: float
-    offset: float
-    incomparable: bool  # a unit that does not convert to the series' canonical one
-    weight: int  # points per sample
-    #: (metadata key, its values' texts) the point takes from its metadata
-    metadata: tuple[str, dict[str, str]] | None
-    note: bool  # ...as its text (else as its ``context``)
-
-    @classmethod
-    def of(cls, kind: str, raw_unit: str | None) -> _Shape:
-        metric = types.QUANTITIES[kind]
-        unit = types.unit_spelling(raw_unit or "")
-        fields = (
-            _HEART_RATE_FIELDS if metric == "heart_rate" else (types.VALUE_KEYS.get(kind, "qty"),)
-        )
-        conv = units.conversion(metric, unit)
-        convert = conv is not None and not (conv.unit == unit and conv.identity)
-        return cls(
-            metric=metric,
-            key=f"metrics.{metric}",
-            fields=fields,
-            sent=unit,
-            percent=unit == types.PERCENT,
-            unit=conv.unit if conv is not None and convert else unit,
-            too_long=len(metric) > metrics.MAX_NAME or len(unit) > metrics.MAX_NAME,
-            convert=convert,
-            identity=conv is None or conv.identity,
-            factor=1.0 if conv is None else conv.factor,
-            offset=0.0 if conv is None else conv.offset,
-            incomparable=conv is None,
-            weight=len(fields),
-            metadata=_SPECIAL_METADATA.get(metric),
-            note=metric != "heart_rate",
-        )
 
 
 class ExportCut(ExportUnreadable):
@@ -155,66 +86,6 @@ class Batch:
     records: list[Record]
     position: int
     bytes_read: int
-
-
-@dataclass
-class _Pending:
-    """The Points of the batch being read, in file order, and what they were built with.
-
-    Most elements become Points at once (``_Direct``); the rest are handed to HAE's own
-    ``metrics.points`` one element at a time. ``found`` is the batch's one accumulator
-    for both (keys of what could not be read, HRV beat series, incomparable values).
-    ``size`` counts the batch's points and its records' Items.
-    """
-
-    found: Found
-    points: list[Point] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
-    size: int = 0
-
-    def add(self, metric: str, unit: str, point: dict[str, object], weight: int = 1) -> None:
-        """One HAE metric point, built by HAE's parser (with its HRV beats, if any)."""
-        section = [{"name": metric, "units": unit, "data": [point]}]
-        made = self.found.records
-        before = len(made)
-        self.points.extend(metrics.points(section, self.found))
-        self.size += weight + sum(len(r.items) for r in made[before:])
-
-
-class _Node:
-    """A top-level element of export.xml and its children, as the parser gave them.
-
-    The few parts of lxml's element the reader asks for (``tag``, ``attrib``, ``get``,
-    its children by iteration and ``len``, ``iter(tag)``): the reader gets them from
-    lxml's target interface (``_Target``), which builds no tree, instead of an
-    ``iterparse`` tree that is built and cleared element by element.
-    """
-
-    __slots__ = ("attrib", "children", "tag")
-
-    def __init__(self, tag: str, attrib: dict[str, str]) -> None:
-        self.tag = tag
-        self.attrib = attrib
-        self.children: list[_Node] = []
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        return self.attrib.get(key, default)
-
-    def add_child(self, tag: str, attrib: dict[str, str]) -> None:
-        self.children.append(_Node(tag, attrib))
-
-    def __len__(self) -> int:
-        return len(self.children)
-
-    def __iter__(self) -> Iterator[_Node]:
-        return iter(self.children)
-
-    def iter(self, tag: str) -> Iterator[_Node]:
-        """This element and its descendants of ``tag``, in document order (as lxml's)."""
-        if self.tag == tag:
-            yield self
-        for child in self.children:
-            yield from child.iter(tag)
 
 
 class _Target(series.RefusesDoctype):
@@ -335,7 +206,7 @@ def _ampersands(attrib: dict[str, str]) -> None:
             attrib[key] = value.replace("&#38;", "&")
 
 
-class ExportReading:
+class ExportReading(_SampleReader, _WorkoutReader):
     """One reading of an export: its batches, and what it found besides.
 
     Use as a context manager (it holds the zip or files open)::
@@ -395,16 +266,6 @@ class ExportReading:
     def _pending(self) -> _Pending:
         # a batch is bounded by its size (points and Items), not by a body's cap
         return _Pending(Found(caps=replace(self.caps, body=sys.maxsize)))
-
-    def _found(self) -> Found:
-        """The accumulator of one element's record."""
-        return Found(caps=self.caps)
-
-    def _took(self, found: Found) -> None:
-        """What one element's accumulator counted, into the reading's counts."""
-        self.incomparable += found.incomparable
-        for key in found.uncovered:
-            self.uncovered[key] += 1
 
     # --- the loop ---------------------------------------------------------------------
 
@@ -490,255 +351,6 @@ class ExportReading:
         else:  # Audiogram, VisionPrescription, ClinicalRecord, ...
             self.uncovered[str(tag)] += 1
 
-    def _record(self, element: Any, pending: _Pending) -> None:
-        kind = element.get("type") or ""
-        try:
-            if kind in types.QUANTITIES:
-                self._quantity(kind, element, pending)
-            elif kind in types.CATEGORY_METRICS:
-                self._category_metric(kind, element, pending)
-            elif kind in types.SYMPTOMS:
-                self._event(sections.SYMPTOMS, kind, element, pending)
-            elif kind in types.CYCLE_TRACKING:
-                self._event(sections.CYCLE_TRACKING, kind, element, pending)
-            elif kind in types.NOTIFICATIONS:
-                self._event(sections.HEART_RATE_NOTIFICATIONS, kind, element, pending)
-            else:
-                self.uncovered[kind or "Record"] += 1
-        except ValueError:  # a value or a time that cannot be read, or no stable key
-            self.unreadable[kind] += 1
-
-    def _sample(self, element: Any) -> tuple[dict[str, object], str, str]:
-        """The fields every sample shares, as HAE names them, and its start/end UTC.
-
-        Raises ValueError for a time that cannot be read or a name too long to keep.
-        """
-        start_raw, end_raw = element.get("startDate"), element.get("endDate")
-        start_utc, _ = dates.instant(start_raw)
-        end_utc = start_utc if end_raw is None else dates.instant(end_raw)[0]
-        point: dict[str, object] = {
-            "date": start_raw,
-            "source": metrics.source(element.get("sourceName")),
-        }
-        if end_raw is not None:
-            point["end"] = end_raw
-        for key in _SAMPLE_EXTRAS:
-            value = element.get(key)
-            if value is not None:
-                point[key] = value
-        return point, start_utc, end_utc
-
-    def _quantity(self, kind: str, element: Any, pending: _Pending) -> None:
-        metric = types.QUANTITIES[kind]
-        value = _finite(element.get("value"))
-        unit = types.unit_spelling(element.get("unit") or "")
-        if unit == types.PERCENT:  # HealthKit's fraction, HAE's percentage
-            value *= 100.0
-        point, start_utc, _ = self._sample(element)
-        meta = _metadata(element)
-        weight = 1
-        if metric == "heart_rate":
-            # a raw sample is HAE's un-aggregated (per-second) point: Min = Avg = Max; an
-            # iOS 8 export's day of statistics has its own min and max (``ios8``)
-            low, high = element.get("min"), element.get("max")
-            point.update(
-                Min=value if low is None else _finite(low),
-                Avg=value,
-                Max=value if high is None else _finite(high),
-            )
-            context = _MOTION_CONTEXTS.get(meta.get("HKMetadataKeyHeartRateMotionContext", ""))
-            if context is not None:
-                point["context"] = context
-                del meta["HKMetadataKeyHeartRateMotionContext"]
-            weight = 3
-        else:
-            point[types.VALUE_KEYS.get(kind, "qty")] = value
-        if metric == "blood_glucose" and (
-            meal := _MEAL_TIMES.get(meta.get("HKBloodGlucoseMealTime", ""))
-        ):
-            point["mealTime"] = meal
-            del meta["HKBloodGlucoseMealTime"]
-        if metric == "insulin_delivery" and (
-            why := _INSULIN_REASONS.get(meta.get("HKInsulinDeliveryReason", ""))
-        ):
-            point["reason"] = why
-            del meta["HKInsulinDeliveryReason"]
-        if metric == "heart_rate_variability":
-            sent = [
-                (beat.get("bpm"), beat.get("time"))
-                for beat in element.iter("InstantaneousBeatsPerMinute")
-            ]
-            if sent:
-                point["heartbeatSeries"] = series.beats(str(point["date"]), start_utc, sent)
-        if meta:
-            point["metadata"] = meta
-        pending.add(metric, unit, point, weight)
-
-    def _direct(self, kind: str, element: Any, pending: _Pending) -> None:
-        """A quantity sample straight to its Points: what ``_quantity`` hands HAE's builder
-        (``metrics.points``) and what that builder makes of it, without the HAE point dict
-        between them. The one hot path of an export (most of its elements are quantity
-        samples); tests/unit/test_applehealth_direct.py holds it to HAE's builder, field
-        by field, over every quantity type and the odd values of real exports.
-
-        Raises ValueError where ``_quantity`` does (a value, a time or a source that
-        cannot be read); what HAE's builder leaves out is its uncovered key, as there.
-        """
-        get = element.attrib.get
-        raw_unit = get("unit")
-        shape = self._shapes.get((kind, raw_unit))
-        if shape is None:
-            shape = self._shapes[(kind, raw_unit)] = _Shape.of(kind, raw_unit)
-        text = get("value")
-        if text is None:
-            raise ValueError("no value")
-        value = float(text)
-        if not _isfinite(value):
-            raise ValueError("not a finite number")
-        if shape.percent:  # HealthKit's fraction, HAE's percentage
-            value *= 100.0
-        times = self._times
-        start_raw = get("startDate")
-        if start_raw is None:
-            raise ValueError("no start")
-        when = times.get(start_raw)
-        if when is None:
-            when = _instant(start_raw)
-            if len(times) >= _TIMES_KEPT:
-                times.clear()
-            times[start_raw] = when
-        start, offset = when
-        end_raw = get("endDate")
-        if end_raw is None:
-            end = None
-        else:
-            when = times.get(end_raw)
-            if when is None:
-                when = times[end_raw] = _instant(end_raw)
-            end = when[0]
-        who = get("sourceName")
-        if who is None:
-            who = ""
-        elif len(who) > _MAX_SOURCE:
-            metrics.source(who)  # raises: a source too long to be part of a key
-        rest: dict[str, object] = {}
-        for key in _SAMPLE_EXTRAS:
-            extra_value = get(key)
-            if extra_value is not None:
-                rest[key] = extra_value
-        note = None
-        if len(element):
-            meta = _metadata(element)
-            special = shape.metadata
-            if special is not None:
-                mapped = special[1].get(meta.get(special[0], ""))
-                if mapped is not None:
-                    del meta[special[0]]
-                    if shape.note:
-                        note = mapped
-                    else:
-                        rest["context"] = mapped
-            if meta:
-                rest["metadata"] = meta
-        pending.size += shape.weight  # counted as read, as for the points HAE builds
-        found = pending.found
-        if shape.too_long:
-            found.uncovered.add(shape.key)
-            return
-        extra = _dumps(rest, option=_SORTED).decode() if rest else None
-        if extra is not None and len(extra) > _MAX_INLINE:
-            found.uncovered.add(shape.key)  # fields too wide to keep inline
-            return
-        if shape.convert:
-            rest["sent_unit"] = shape.sent
-            if not shape.identity:
-                rest["sent_qty"] = value
-                value = units.justified(value * shape.factor + shape.offset, value, shape.factor)
-            extra = _dumps(rest, option=_SORTED).decode()
-        elif shape.incomparable:
-            found.incomparable += shape.weight
-        metric, unit = shape.metric, shape.unit
-        append = pending.points.append
-        for name in shape.fields:
-            append(
-                _new(Point, (metric, name, who, start, offset, end, value, note, unit, extra, 0))
-            )
-
-    def _category_metric(self, kind: str, element: Any, pending: _Pending) -> None:
-        metric = types.CATEGORY_METRICS[kind]
-        value = element.get("value")
-        point, start_utc, end_utc = self._sample(element)
-        seconds = _seconds_between(start_utc, end_utc)
-        meta = _metadata(element)
-        unit, weight = "count", 1
-        if metric == "sleep_analysis":
-            stage = types.SLEEP_STAGES.get(value or "")
-            if stage is None:
-                raise ValueError("a sleep value this reader does not know")
-            # HAE's unaggregated segment: startDate, endDate, qty (hours), value
-            point["startDate"] = point.pop("date")
-            point["endDate"] = point.pop("end", point["startDate"])
-            point.update(qty=seconds / 3600, value=stage)
-            unit = "hr"
-        elif metric == "mindful_minutes":
-            point["qty"], unit = seconds / 60, "min"
-        elif metric in ("handwashing", "toothbrushing"):
-            point["qty"], unit = seconds, "s"
-        elif metric == "apple_stand_hour":
-            stood = value == "HKCategoryValueAppleStandHourStood"
-            if not stood and value != "HKCategoryValueAppleStandHourIdle":
-                raise ValueError("a stand-hour value this reader does not know")
-            point["qty"] = 1.0 if stood else 0.0
-        else:  # sexual_activity: HAE's three counts, one of them 1
-            used = _PROTECTION.get(meta.pop("HKSexualActivityProtectionUsed", ""), "Unspecified")
-            point.update({key: 1.0 if key == used else 0.0 for key in _SEXUAL_FIELDS})
-            weight = 3
-        if value not in (None, "HKCategoryValueNotApplicable") and metric not in (
-            "sleep_analysis",
-            "apple_stand_hour",
-        ):
-            point["categoryValue"] = value
-        if meta:
-            point["metadata"] = meta
-        pending.add(metric, unit, point, weight)
-
-    def _event(self, spec: Spec, kind: str, element: Any, pending: _Pending) -> None:
-        """A category sample that HAE sends in one of its event sections."""
-        point, _, _ = self._sample(element)
-        meta = _metadata(element)
-        event: dict[str, object] = {
-            "start": point.pop("date"),
-            "end": point.pop("end", None),
-            **point,
-        }
-        value = types.category_text(element.get("value"))
-        if spec is sections.SYMPTOMS:
-            event["name"] = types.SYMPTOMS[kind]
-            if value is not None:
-                event["severity"] = value
-            if "HKWasUserEntered" in meta:
-                event["userEntered"] = meta.pop("HKWasUserEntered") == "1"
-        elif spec is sections.CYCLE_TRACKING:
-            event["name"] = types.CYCLE_TRACKING[kind]
-            if value is not None:
-                event["value"] = value
-            if "HKMenstrualCycleStart" in meta:
-                event["isCycleStart"] = meta.pop("HKMenstrualCycleStart") == "1"
-        else:
-            event["heartNotification"] = types.NOTIFICATIONS[kind]
-            threshold = meta.pop("HKHeartRateEventThreshold", None)
-            if threshold is not None:
-                qty, unit = _quantity_text(threshold)
-                event["threshold"] = qty if qty is not None else threshold
-                if unit:
-                    event["thresholdUnits"] = unit
-        if meta:
-            event["metadata"] = meta
-        found = self._found()
-        pending.records.append(records.build(spec, _without_none(event), found))
-        self._took(found)
-        pending.size += 1
-
     # --- correlations, workouts, activity summaries, ECGs -------------------------------
 
     def _correlation(self, element: Any, pending: _Pending) -> None:
@@ -795,112 +407,6 @@ class ExportReading:
         )
         pending.size += 1
 
-    def _workout(self, element: Any, pending: _Pending) -> None:
-        activity = element.get("workoutActivityType") or ""
-        try:
-            point, _, _ = self._sample(element)
-        except ValueError:
-            self.unreadable["Workout"] += 1
-            return
-        meta = _metadata(element)
-        body: dict[str, object] = {
-            "name": types.workout_name(activity),
-            "workoutActivityType": activity,
-            "start": point.pop("date"),
-            "end": point.pop("end", None),
-            **point,
-        }
-        duration = _finite_or_none(element.get("duration"))
-        factor = _SECONDS.get(element.get("durationUnit") or "min")
-        if duration is not None and factor is not None:
-            body["duration"] = duration * factor
-        _workout_totals(element, body)
-        stats = [child for child in element if child.tag == "WorkoutStatistics"]
-        if stats:
-            body["statistics"] = {_stat_name(s): _stat(s) for s in stats}
-            _workout_summary(stats, body)
-        if "HKIndoorWorkout" in meta:
-            body["isIndoor"] = meta["HKIndoorWorkout"] == "1"
-        for key, target in (
-            ("HKWeatherTemperature", "temperature"),
-            ("HKWeatherHumidity", "humidity"),
-            ("HKElevationAscended", "elevationUp"),
-            ("HKAverageMETs", "intensity"),
-        ):
-            if key in meta:
-                qty, unit = _quantity_text(meta[key])
-                if qty is not None and target == "humidity" and unit == "%" and qty > 100:
-                    qty /= 100  # newer exports write hundredths: 8100 % is 81 %
-                if qty is not None:
-                    body[target] = {"qty": qty, "units": unit}
-        if meta:
-            body["metadata"] = meta
-        events = [
-            _without_none(
-                {
-                    "date": e.get("date"),
-                    "type": e.get("type"),
-                    "duration": _finite_or_none(e.get("duration")),
-                    "units": e.get("durationUnit"),
-                    "metadata": _metadata(e) or None,
-                }
-            )
-            for e in element
-            if e.tag == "WorkoutEvent"
-        ]
-        if events:
-            body["events"] = events
-        activities = [_activity(a) for a in element if a.tag == "WorkoutActivity"]
-        if activities:
-            body["activities"] = activities
-        files: set[str] = set()
-        fixes: list[dict[str, object]] = []
-        sent = 0
-        for route in element.iter("WorkoutRoute"):
-            sent += self._route(route, body, fixes, files)
-        if fixes:
-            body["route"] = fixes
-        found = self._found()
-        record = records.build(_WORKOUTS, _without_none(body), found, sent={"route": sent})
-        self._took(found)
-        pending.records.append(record)
-        pending.size += 1 + len(record.items)
-
-    def _route(
-        self, route: Any, body: dict[str, object], fixes: list[dict[str, object]], files: set[str]
-    ) -> int:
-        """A WorkoutRoute's fixes onto ``fixes``, up to the workout's cap: from the GPX
-        files it names (each file once per workout, however often it is named: ``files``),
-        or written inline as ``Location`` elements, as exports before iOS 13 do. How many
-        fixes the route holds, those past the cap included (counted, not built)."""
-        cap = self.caps.per_record(_WORKOUTS.section)
-        sent = 0
-        for place in route:
-            if place.tag == "Location":
-                sent += 1
-                if len(fixes) < cap:
-                    fixes.append(_location(place))
-        for reference in route.iter("FileReference"):
-            path = reference.get("path") or ""
-            name = safe_member("", path)
-            if name in files:
-                continue
-            stream = self.export.open_member(path)
-            if name is None or stream is None:
-                self.unreadable["WorkoutRoute"] += 1
-                continue
-            files.add(name)
-            try:
-                with stream:
-                    read = series.route(stream, limit=max(0, cap - len(fixes)))
-            except (etree.XMLSyntaxError, series.DoctypeRefused):
-                self.unreadable["WorkoutRoute"] += 1
-                continue
-            fixes.extend(read.fixes)
-            sent += read.sent
-            body["routeFile"] = path.lstrip("/")
-        return sent
-
     def _activity_summary(self, element: Any, pending: _Pending) -> None:
         day = element.get("dateComponents")
         try:
@@ -938,34 +444,6 @@ class ExportReading:
         pending.size += 1 + len(record.items)
 
 
-def _workout_identity(element: dict[str, object], start: str | None, end: str | None) -> str:
-    # The export has no workout UUID: the activity type, the start (UTC) and the source
-    # name are written for every workout and do not change between two exports.
-    return records.keyed(
-        records.field_text(element, "workoutActivityType"),
-        records.field_text(element, "source"),
-        start,
-    )
-
-
-_WORKOUTS = Spec(
-    "workouts",
-    _workout_identity,
-    name_key="name",
-    qty_keys={"route": (), "events": ("duration",), "activities": ()},
-)
-
-
-# --- small readers ------------------------------------------------------------------------
-
-
-def _correlated_key(element: _Node) -> tuple[str | None, ...]:
-    """What tells a correlation's sample from another: the same sample written at top level
-    and inside its correlation has the same key."""
-    get = element.attrib.get
-    return (get("type"), get("sourceName"), get("startDate"), get("endDate"), get("value"))
-
-
 def _where(exc: etree.XMLSyntaxError) -> str:
     """``line 12, column 7`` of a parser's error (libxml2 counts both from 1)."""
     line, column = exc.position if isinstance(exc.position, tuple) else (exc.lineno, 0)
@@ -976,142 +454,6 @@ def _where(exc: etree.XMLSyntaxError) -> str:
         if isinstance(column, int) and column > 0
         else f"line {line}"
     )
-
-
-def _finite(text: str | None) -> float:
-    value = float(text) if text is not None else math.nan
-    if not math.isfinite(value):
-        raise ValueError("not a finite number")
-    return value
-
-
-def _finite_or_none(text: str | None) -> float | None:
-    try:
-        return _finite(text)
-    except ValueError:
-        return None
-
-
-def _number_or_text(text: str | None) -> float | str | None:
-    value = _finite_or_none(text)
-    return value if value is not None else text
-
-
-def _quantity_text(text: str) -> tuple[float | None, str | None]:
-    """``56 degF`` -> (56.0, "degF"); ``96 %`` -> (96.0, "%")."""
-    number, _, unit = text.strip().partition(" ")
-    return _finite_or_none(number), (unit.strip() or None)
-
-
-def _metadata(element: _Node) -> dict[str, str]:
-    return {
-        str(entry.attrib.get("key")): str(entry.attrib.get("value"))
-        for entry in element.children
-        if entry.tag == "MetadataEntry" and entry.attrib.get("key") is not None
-    }
-
-
-def _without_none(value: dict[str, object]) -> dict[str, object]:
-    return {k: v for k, v in value.items() if v is not None}
-
-
-def _seconds_between(start_utc: str, end_utc: str) -> float:
-    begin = datetime.fromisoformat(start_utc[:-1])
-    end = datetime.fromisoformat(end_utc[:-1])
-    return max(0.0, (end - begin).total_seconds())
-
-
-def _stat_name(stat: Any) -> str:
-    kind = stat.get("type") or ""
-    return types.QUANTITIES.get(kind, kind)
-
-
-def _stat(stat: Any) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key in ("sum", "average", "minimum", "maximum"):
-        value = _finite_or_none(stat.get(key))
-        if value is not None:
-            out[key] = value
-    out["units"] = stat.get("unit")
-    for key in ("startDate", "endDate"):
-        if stat.get(key) is not None:
-            out[key] = stat.get(key)
-    return _without_none(out)
-
-
-def _workout_totals(element: Any, body: dict[str, object]) -> None:
-    """The attributes of workouts exported before iOS 16 (no WorkoutStatistics)."""
-    for attribute, target in (
-        ("totalDistance", "distance"),
-        ("totalEnergyBurned", "activeEnergyBurned"),
-    ):
-        qty = _finite_or_none(element.get(attribute))
-        if qty is not None:
-            body[target] = {"qty": qty, "units": element.get(attribute + "Unit")}
-    for attribute in ("totalSwimmingStrokeCount", "totalFlightsClimbed"):
-        qty = _finite_or_none(element.get(attribute))
-        if qty is not None:
-            body[attribute] = qty
-
-
-def _workout_summary(stats: list[Any], body: dict[str, object]) -> None:
-    """HAE v2's summary quantities from the workout's statistics."""
-    for stat in stats:
-        kind = (stat.get("type") or "").removeprefix(types.QUANTITY_PREFIX)
-        unit = stat.get("unit")
-        total = _finite_or_none(stat.get("sum"))
-        if kind == "ActiveEnergyBurned" and total is not None:
-            body["activeEnergyBurned"] = {"qty": total, "units": unit}
-        elif kind.startswith("Distance") and total is not None:
-            body["distance"] = {"qty": total, "units": unit}
-        elif kind == "HeartRate":
-            parts = {
-                name: {"qty": value, "units": unit}
-                for name, key in (("min", "minimum"), ("avg", "average"), ("max", "maximum"))
-                if (value := _finite_or_none(stat.get(key))) is not None
-            }
-            if parts:
-                body["heartRate"] = parts
-            if "avg" in parts:
-                body["avgHeartRate"] = parts["avg"]
-            if "max" in parts:
-                body["maxHeartRate"] = parts["max"]
-
-
-# a Location's attributes that HAE v2's route fix has by the same name
-_LOCATION_KEYS = (
-    "latitude",
-    "longitude",
-    "altitude",
-    "speed",
-    "course",
-    "horizontalAccuracy",
-    "verticalAccuracy",
-)
-
-
-def _location(element: _Node) -> dict[str, object]:
-    """An inline route fix (``<Location date= latitude= longitude= .../>``) as HAE v2's."""
-    fix: dict[str, object] = {
-        key: _number_or_text(element.attrib.get(key)) for key in _LOCATION_KEYS
-    }
-    fix["timestamp"] = element.attrib.get("date")
-    return _without_none(fix)
-
-
-def _activity(element: Any) -> dict[str, object]:
-    """A WorkoutActivity (iOS 16 and later: one part of a multi-sport workout)."""
-    out: dict[str, object] = {
-        str(k): _number_or_text(str(v)) for k, v in element.attrib.items() if k != "startDate"
-    }
-    out["start"] = element.get("startDate")
-    stats = [child for child in element if child.tag == "WorkoutStatistics"]
-    if stats:
-        out["statistics"] = {_stat_name(s): _stat(s) for s in stats}
-    meta = _metadata(element)
-    if meta:
-        out["metadata"] = meta
-    return _without_none(out)
 
 
 def read_export(
