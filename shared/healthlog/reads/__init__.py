@@ -12,7 +12,10 @@ made of one mixin per question, each in its module:
 * ``resolution``: which resolution a read takes and how many buckets it gives;
 * ``base``: one account of one journal (``Reads.of``), its imports read once;
 * ``counting``: the overlap rule's plumbing (``counted_points``, ``counted_stream``);
-* ``series``: the catalog, a field's series, a day a row;
+* ``catalog``: the catalog of metric fields, a metric's fields, its main field;
+* ``days``: a field by the days the fold keeps summed, and the count of the days the
+  overlap rule counts otherwise (``count_days``, kept by the fold);
+* ``series``: a field's series, a day a row;
 * ``sleep``, ``workouts``, ``records``, ``coverage``, ``deliveries``: those questions;
 * ``windows``: the ranges D, W, M, 6M, Y and All, as days and a resolution;
 * ``summary``: today, the last 7 days, a month's sparkline and a trend per metric;

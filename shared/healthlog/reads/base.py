@@ -1,8 +1,8 @@
 """The base of ``Reads``: one account of one journal, with its source priority.
 
-Each question's reads are a mixin over ``Base`` (``counting``, ``series``, ``sleep``,
-``workouts``, ``records``, ``coverage``, ``deliveries``); ``healthlog.reads.Reads`` is all
-of them.
+Each question's reads are a mixin over ``Base`` (``counting``, ``catalog``, ``days``,
+``series``, ``sleep``, ``workouts``, ``records``, ``coverage``, ``deliveries``);
+``healthlog.reads.Reads`` is all of them.
 """
 
 from __future__ import annotations

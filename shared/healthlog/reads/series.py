@@ -1,34 +1,29 @@
-"""A metric's names and numbers: the catalog, its fields, a series, a day's values.
+"""A metric's numbers: a field's series in the unit a range reads, a day's values.
 
-``SeriesReads``: the catalog of an account's metric fields (``catalog``, ``metric_fields``,
-``main_field``, ``range_field``: the unit a range reads), a field's series at a resolution
-(``series``: raw points, buckets summed in the database, or the days the fold keeps
-summed, each counted by the overlap rule where it can apply; refused before it starts
-when over its bound), and a day a row (``daily``, ``day_totals``).
+``SeriesReads``, over the names (``catalog``) and the kept days (``days``): the unit a
+range reads (``range_field``), a field's series at a resolution (``series``, or ``ask``
+with a ``SeriesQuery``: raw points, buckets summed in the database, or the days the fold
+keeps summed, each counted by the overlap rule where it can apply; refused before it
+starts when over its bound), and a day a row (``daily``, ``day_totals``).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from healthlog.clock import SPREAD_SPAN, At, Moment, from_text, runs_of_days
-from healthlog.journal.port import BucketRow, CatalogEntry, CountedDay, DaySum
+from healthlog.clock import SPREAD_SPAN, Moment
 from healthlog.reads import overlap
 from healthlog.reads.bounds import (
     _as_datetime,
     _bound,
-    _day_in,
     _day_span,
-    _moved,
     _shifted,
-    _tighter,
     local_text,
 )
-from healthlog.reads.counting import Counting, _mixed
+from healthlog.reads.days import DayReads, _sample
 from healthlog.reads.resolution import (
     _BY_DAYS,
     _SUB_DAY,
@@ -40,7 +35,6 @@ from healthlog.reads.resolution import (
     resolution_for,
 )
 from healthlog.reads.values import (
-    MAIN_FIELDS,
     MAX_ROWS,
     Kind,
     MetricInfo,
@@ -48,9 +42,7 @@ from healthlog.reads.values import (
     Sample,
     Series,
     TooHeavy,
-    UnknownName,
     kind_of,
-    unknown_name,
 )
 from healthlog.reads.windows import Span, Window, day_of, midnight, window
 
@@ -101,80 +93,8 @@ def _units(catalog: Sequence[MetricInfo], metric: str, field: str) -> list[Metri
     return [info for info in catalog if info.metric == metric and info.field == field]
 
 
-def _sample(row: BucketRow, kind: Kind) -> Sample:
-    value = row.sum if kind is Kind.CUMULATIVE else row.avg
-    return Sample(row.start, value, row.min, row.max, row.count)
-
-
-class SeriesReads(Counting):
+class SeriesReads(DayReads):
     """The reads of metrics: names, series and days."""
-
-    # --- names --------------------------------------------------------------------------
-
-    def catalog(self) -> list[MetricInfo]:
-        """Every metric field the account has, with its unit, kind, sources and extent."""
-        grouped: dict[tuple[str, str, str], list[CatalogEntry]] = defaultdict(list)
-        for entry in self.journal.catalog(self.account.id):
-            grouped[(entry.metric, entry.field, entry.unit)].append(entry)
-        return [
-            MetricInfo(
-                metric=metric,
-                field=field_,
-                unit=unit,
-                kind=kind_of(metric),
-                points=sum(e.points for e in entries),
-                first=min(e.first for e in entries),
-                last=max(e.last for e in entries),
-                sources=tuple(sorted({e.source for e in entries})),
-            )
-            for (metric, field_, unit), entries in sorted(grouped.items())
-        ]
-
-    def metric_fields(
-        self, metric: str, catalog: Sequence[MetricInfo] | None = None
-    ) -> list[MetricInfo]:
-        """The fields of ``metric``; UnknownName (naming the nearest) if it has none.
-
-        ``catalog``: the account's ``catalog()`` when the caller has read it already (a
-        read that looks up several fields or metrics reads it once).
-        """
-        if catalog is None:
-            catalog = self.catalog()
-        found = [info for info in catalog if info.metric == metric]
-        if not found:
-            names = sorted({info.metric for info in catalog})
-            raise UnknownName(unknown_name("metric", metric, names))
-        return found
-
-    def field_names(self, metric: str, catalog: Sequence[MetricInfo] | None = None) -> list[str]:
-        """The names of ``metric``'s fields, each once (a field stored in two units is one
-        field), in ``metric_fields``' order."""
-        return list(dict.fromkeys(info.field for info in self.metric_fields(metric, catalog)))
-
-    def main_field(
-        self,
-        metric: str,
-        field_: str | None = None,
-        *,
-        catalog: Sequence[MetricInfo] | None = None,
-    ) -> MetricInfo:
-        """The field asked for, or the one that stands for the metric."""
-        fields = self.metric_fields(metric, catalog)
-        by_name: dict[str, MetricInfo] = {}
-        for info in fields:  # a field sent in two units: the unit with more points
-            if info.field not in by_name or info.points > by_name[info.field].points:
-                by_name[info.field] = info
-        if field_ is not None:
-            if field_ not in by_name:
-                raise UnknownName(unknown_name(f"field of {metric}", field_, sorted(by_name)))
-            return by_name[field_]
-        first = [by_name[name] for name in ("qty", "avg") if name in by_name]
-        if first:
-            return max(first, key=lambda info: info.points)  # qty wins a tie
-        for name in MAIN_FIELDS:
-            if name in by_name:
-                return by_name[name]
-        return fields[0]
 
     # --- one metric ---------------------------------------------------------------------
 
@@ -492,152 +412,6 @@ class SeriesReads(Counting):
             )
         samples = [_sample(row, kind) for row in rows[:limit]]
         return Series(metric, info.field, info.unit, kind, resolution, samples, len(rows) > limit)
-
-    def _by_days(
-        self,
-        metric: str,
-        info: MetricInfo,
-        start: Moment | None,
-        end: Moment | None,
-        resolution: Resolution,
-    ) -> list[Sample]:
-        """Days, weeks or months from the days the fold keeps summed (point_day_sums).
-
-        A kept day counts as it is when the range holds all of it and the overlap rule
-        cannot count it otherwise (one source, or a discrete metric; one origin). The
-        other days the range reaches (cut by its ends, or where sources or origins
-        overlap) are summed from their points, as any other read does: so the cost
-        follows the days, and the numbers are the points' own.
-        """
-        low, high = _bound(start), _bound(end)
-        day_from, day_to = _day_span(low, high)
-        may = self._may_overlap(info)
-        by_day = resolution is Resolution.DAY
-        cumulative = info.kind is Kind.CUMULATIVE
-        rows: dict[str, Sample] = {}  # by_day: the samples themselves
-        days: dict[str, overlap.Sums] = {}
-        rest: list[DaySum] = []
-        # the mixed days the fold has counted by the rule already (count_days)
-        counted = self._counted(info, day_from, day_to) if may else {}
-        for kept in self.journal.day_sums(
-            account_id=self.account.id,
-            metric=metric,
-            field=info.field,
-            day_from=day_from,
-            day_to=day_to,
-        ):
-            # a read of years makes this loop its hot path: the row unpacked once
-            day, points, valued, total, least, most, earliest, latest, _, _ = kept
-            reached = _day_in(day, earliest, latest, low, high)
-            if reached is None:
-                continue  # none of the day's points is in the range
-            if reached and may and _mixed(kept, info):
-                found = counted.get(day)
-                if found is None:
-                    rest.append(kept)
-                    continue
-                points, valued, total, least, most = found
-            if reached:
-                if by_day:  # the day's sample itself, no sums to add up
-                    value = total if cumulative or total is None else total / valued
-                    rows[day] = Sample(day, value, least, most, points)
-                else:
-                    days[day] = overlap.Sums(points, valued, total, least, most)
-            else:
-                rest.append(kept)
-        for day, sums in self._count_runs(info, rest, low, high, may).items():
-            if by_day:
-                rows[day] = _sample(sums.row(day), info.kind)
-            else:
-                days[day] = sums
-        if by_day:
-            return [rows[day] for day in sorted(rows)]
-        return [_sample(row, info.kind) for row in overlap.roll_up(days, resolution.value)]
-
-    def _count_runs(
-        self,
-        info: MetricInfo,
-        kept_days: list[DaySum],
-        low: At | None,
-        high: At | None,
-        may: bool,
-    ) -> dict[str, overlap.Sums]:
-        """The days of ``kept_days`` summed from their points, as the overlap rule counts
-        them: each run of consecutive days on its own, so a range cut at both ends reads
-        the points of its first and last days, not of every day between."""
-        found: dict[str, overlap.Sums] = {}
-        cumulative = info.kind is Kind.CUMULATIVE
-        for run in runs_of_days(kept_days, lambda kept: date.fromisoformat(kept.day)):
-            wanted = {kept.day for kept in run}
-            lowest = min(kept.first for kept in run)
-            latest = max(kept.last for kept in run)
-            after = _moved(from_text(latest), timedelta(microseconds=1))
-            counted = self.counted_points(
-                info.metric,
-                info.field,
-                start=_tighter(low, lowest, run[0].day, later=False),
-                end=_tighter(high, after, run[-1].day, later=True),
-                ruled=may and any(_mixed(kept, info) for kept in run),
-            )
-            for day, sums in overlap.sums_by(counted, "day", spread=cumulative).items():
-                if day in wanted:
-                    found[day] = sums
-        return found
-
-    def _counted(
-        self, info: MetricInfo, day_from: str, day_to: str
-    ) -> dict[str, tuple[int, int, float | None, float | None, float | None]]:
-        """The field's days in [day_from, day_to) the fold counted by the rule, for this
-        read's priority (``count_days``)."""
-        return {
-            c.day: (c.points, c.valued, c.total, c.least, c.most)
-            for c in self.journal.counted_days(
-                account_id=self.account.id,
-                metric=info.metric,
-                field=info.field,
-                priority=self.priority.key,
-                day_from=day_from,
-                day_to=day_to,
-            )
-        }
-
-    def count_days(self, limit: int = 200) -> list[CountedDay]:
-        """At most ``limit`` of the account's kept days that the overlap rule may count
-        otherwise than their sums and that are not counted for this priority yet, counted
-        now (the fold keeps them: ``Journal.keep_counted_days``), so that a read of such
-        days reads them as it reads the others. A day counts as ``_by_days`` counts it
-        for a range that holds all of it."""
-        due = self.journal.uncounted_days(
-            account_id=self.account.id, priority=self.priority.key, limit=limit
-        )
-        if not due:
-            return []
-        by_field: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for metric, field_, day in due:
-            by_field[(metric, field_)].append(day)
-        catalog = self.catalog()
-        out: list[CountedDay] = []
-        for (metric, field_), wanted in sorted(by_field.items()):
-            infos = [i for i in catalog if i.metric == metric and i.field == field_]
-            if not infos:
-                continue
-            info = max(infos, key=lambda i: i.points)
-            first, last = min(wanted), max(wanted)
-            kept = [
-                k
-                for k in self.journal.day_sums(
-                    account_id=self.account.id,
-                    metric=metric,
-                    field=field_,
-                    day_from=first,
-                    day_to=(date.fromisoformat(last) + timedelta(days=1)).isoformat(),
-                )
-                if k.day in set(wanted)
-            ]
-            for day, sums in sorted(self._count_runs(info, kept, None, None, True).items()):
-                values = (sums.points, sums.valued, sums.total, sums.low, sums.high)
-                out.append(CountedDay(metric, field_, day, *values))
-        return out
 
     def daily(
         self,
