@@ -28,7 +28,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 import requests
 from healthlog.archive.local import LocalArchive
-from healthlog.dashboard.app import SESSION_COOKIE
+from healthlog.dashboard.sign_in import SESSION_COOKIE
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.local import launcher
 from healthlog.local.launcher import free_port

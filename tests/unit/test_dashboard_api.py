@@ -21,7 +21,8 @@ from healthlog import log
 from healthlog.archive.local import LocalArchive
 from healthlog.config import Settings
 from healthlog.dashboard import DashboardOptions, create_app
-from healthlog.dashboard.app import CSP, SESSION_COOKIE
+from healthlog.dashboard.app import CSP
+from healthlog.dashboard.sign_in import SESSION_COOKIE
 from healthlog.journal.sqlite import SqliteJournal
 from healthlog.local.launcher import is_loopback
 
@@ -581,7 +582,7 @@ def test_a_request_another_site_starts_is_refused_and_daily_is_capped(
 def test_refused_sign_ins_are_logged_with_the_client_and_then_wait(
     folded: tuple[Folded, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
-    from healthlog.dashboard.app import SIGN_IN_FAILURES
+    from healthlog.dashboard.sign_in import SIGN_IN_FAILURES
 
     data, where = folded
     client = make_app(where, require_sign_in=True).test_client()
@@ -602,7 +603,7 @@ def test_refused_sign_ins_are_logged_with_the_client_and_then_wait(
 
 
 def test_the_sign_in_wait_ends_with_its_window() -> None:
-    from healthlog.dashboard.app import SIGN_IN_FAILURES, SIGN_IN_WINDOW_S, SignInFailures
+    from healthlog.dashboard.sign_in import SIGN_IN_FAILURES, SIGN_IN_WINDOW_S, SignInFailures
 
     now = [1000.0]
     failures = SignInFailures(clock=lambda: now[0])

@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 from healthlog import tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.dashboard import DashboardOptions, create_app
-from healthlog.dashboard.app import (
+from healthlog.dashboard.sign_in import (
     SECURE_SESSION_COOKIE,
     SESSION_COOKIE,
     SESSION_MAX_AGE_S,
