@@ -425,23 +425,16 @@ def workout(identity: str) -> Any:
     detail = _reads().workout_detail(identity, unit_system=chosen)
     w = detail.workout
     up = units.target(detail.figures.unit_system, "elevation")
-    return (
-        shapes.workout_head(w)
-        | shapes.workout_detail_dict(detail)
-        | {
-            "unit_system": detail.figures.unit_system,
-            "body": w.body,
-            "series": sorted(w.series),
-            "heart_rate": _items(w, "heartRateData"),
-            "heart_rate_recovery": _items(w, "heartRateRecovery"),
-            "route": [
-                {"lon": i.lon, "lat": i.lat, "alt": i.alt, "elevation": _up(i.alt, up)}
-                for i in w.route()
-            ],
-            "elevation_unit": units.shown(up),
-            "route_summary": w.route_summary().as_dict(),
-        }
-    )
+    return shapes.workout_dict(detail) | {
+        "heart_rate": _items(w, "heartRateData"),
+        "heart_rate_recovery": _items(w, "heartRateRecovery"),
+        "route": [
+            {"lon": i.lon, "lat": i.lat, "alt": i.alt, "elevation": _up(i.alt, up)}
+            for i in w.route()
+        ],
+        "elevation_unit": units.shown(up),
+        "route_summary": w.route_summary().as_dict(),
+    }
 
 
 @api.get("/sections")

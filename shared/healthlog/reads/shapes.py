@@ -1,5 +1,5 @@
-"""One place for the JSON of a metric field, a workout's head, a record and its fields, a
-night and the figures of nights, and a delivery.
+"""One place for the JSON of a metric field, a workout (its head, or all of one), a record
+and its fields, a night and the figures of nights, and a delivery.
 
 Every interface renders these as they are, so a key means one thing everywhere: the
 dashboard's ``/api``, the MCP tools, ``healthlog deliveries --json`` and ``healthlog
@@ -123,6 +123,19 @@ def workout_detail_dict(d: WorkoutDetail) -> dict[str, Any]:
         "splits": [split_dict(s) for s in d.splits],
         "heart_rate_zones": zones_dict(d.zones),
     }
+
+
+def workout_dict(d: WorkoutDetail, show: Show = as_is) -> dict[str, Any]:
+    """One workout as its page and its tool give it: its head (``workout_head``), its
+    figures, splits and zones (``workout_detail_dict``), the unit system of its figures,
+    its body as sent and the names of its series. An interface adds its series' values
+    and its route in its own shapes (the dashboard's chart, the MCP tool's cut)."""
+    w = d.workout
+    return (
+        workout_head(w, show)
+        | workout_detail_dict(d)
+        | {"unit_system": d.figures.unit_system, "body": w.body, "series": sorted(w.series)}
+    )
 
 
 def field_dict(info: MetricInfo, show: Show = as_is) -> dict[str, Any]:
