@@ -9,6 +9,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test fast lint typecheck cfnlint unit bench lock clean
 
+# pytest-xdist workers: one per core (`make fast WORKERS=0` runs in one process, for a
+# debugger or a -x); each worker has its own temporary folders, ports and databases
+WORKERS ?= auto
+XDIST := -n $(WORKERS)
+
 $(RUN_STAMP): pyproject.toml constraints.txt setup.py
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -26,12 +31,12 @@ run: $(RUN_STAMP)
 ## test: lint, type-check, lint the AWS template and the whole test suite (hypothesis's
 ## full "ci" profile, the slow tests too)
 test: $(STAMP) lint typecheck cfnlint
-	HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q
+	HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q $(XDIST)
 
 ## fast: the edit loop, about a minute: the unit and contract tests without the slow ones,
 ## hypothesis's small "dev" profile (tests/conftest.py); no lint, no type-check
 fast: $(STAMP)
-	HYPOTHESIS_PROFILE=dev $(BIN)/pytest -q -m "not slow" tests/unit tests/contract
+	HYPOTHESIS_PROFILE=dev $(BIN)/pytest -q $(XDIST) -m "not slow" tests/unit tests/contract
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -45,7 +50,7 @@ cfnlint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
 
 unit: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q tests/unit
+	HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q $(XDIST) tests/unit
 
 ## bench: every benchmark, one JSON object each
 bench: $(STAMP)

@@ -1,14 +1,20 @@
-"""Fixtures shared by every test folder: a real SQLite journal, a real local archive."""
+"""Fixtures shared by every test folder: a real SQLite journal, a real local archive.
+
+And the session-end check (``_nothing_left_behind``): a test run that leaves a process
+or a listening port behind fails.
+"""
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import orjson
+import psutil
 import pytest
 from healthlog import ids, tokens
 from healthlog.archive.keys import body_key
@@ -33,6 +39,63 @@ REQUIRE_POSTGRES = os.environ.get("HEALTHLOG_REQUIRE_POSTGRES") == "1"
 settings.register_profile("ci")
 settings.register_profile("dev", max_examples=10)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+#: every process a test starts carries this mark in its environment (unless it is given an
+#: environment of its own), so one that outlives its parent is still found; each pytest
+#: process (each xdist worker) has its own
+LEFTOVER_MARK = "TESTS_SESSION_MARK"
+os.environ[LEFTOVER_MARK] = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def _marked(proc: psutil.Process, mark: str) -> bool:
+    try:
+        return proc.environ().get(LEFTOVER_MARK) == mark
+    except (psutil.Error, OSError):  # gone, or not ours to read
+        return False
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def leftovers() -> list[str]:
+    """What this pytest process left running: its descendants and the processes that carry
+    its mark (orphans too), and the TCP ports it or they still listen on."""
+    me = psutil.Process()
+    mark = os.environ[LEFTOVER_MARK]
+    procs = {p.pid: p for p in me.children(recursive=True) if _alive(p)}
+    for p in psutil.process_iter():
+        if p.pid != me.pid and p.pid not in procs and _marked(p, mark) and _alive(p):
+            procs[p.pid] = p
+    found = []
+    for proc in [me, *procs.values()]:
+        try:
+            name = " ".join(proc.cmdline()[:4]) or proc.name()
+            ports = sorted(
+                f"{c.laddr.ip}:{c.laddr.port}"
+                for c in proc.net_connections(kind="tcp")
+                if c.status == psutil.CONN_LISTEN
+            )
+        except psutil.Error:
+            continue
+        if proc is not me:
+            found.append(f"process {proc.pid} ({name}) still runs")
+        found += [f"process {proc.pid} ({name}) still listens on {port}" for port in ports]
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _nothing_left_behind() -> Iterator[None]:
+    """Fail the run when its tests leave a process or a listening port behind (set up
+    first, so torn down last: after every other session fixture has stopped its own)."""
+    yield
+    left = leftovers()
+    if left:
+        pytest.fail("the tests left behind:\n  " + "\n  ".join(left), pytrace=False)
 
 
 def samples() -> list[Path]:

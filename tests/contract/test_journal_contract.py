@@ -248,6 +248,7 @@ def test_keys_absent_from_a_newer_layer_are_inherited_from_older_ones(
     ]
 
 
+@pytest.mark.slow  # seconds: a property over many fold orders
 def test_the_showcase_is_the_same_whatever_order_deliveries_are_folded_in(
     journal_factory: Callable[[], Journal],
 ) -> None:
@@ -677,6 +678,7 @@ def test_a_newer_layer_replaces_a_series_wholly_and_inherits_series_it_does_not_
     assert got.items == (hr, fix(0, 2.0))  # the route replaced wholly, heart rate inherited
 
 
+@pytest.mark.slow  # seconds: a property over many fold orders
 def test_records_come_out_the_same_whatever_order_their_layers_are_folded_in(
     journal_factory: Callable[[], Journal],
 ) -> None:

@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import orjson
+import pytest
 from healthlog import ids
 from healthlog.archive.keys import body_key
 from healthlog.archive.local import LocalArchive
@@ -129,6 +130,7 @@ def test_every_distinct_sample_sharing_a_start_is_kept_and_counted(
     assert sum(e.points for e in journal.catalog("acct-1")) == len(stored)
 
 
+@pytest.mark.slow  # seconds: a property over many fold orders
 def test_a_later_delivery_resending_the_window_replaces_its_samples_in_either_order(
     journal_factory: Callable[[], Journal], tmp_path: Path
 ) -> None:

@@ -101,6 +101,7 @@ def test_a_point_sent_again_in_another_unit_replaces_its_key_and_is_held_once(
     assert journal.summary().points == 2
 
 
+@pytest.mark.slow  # seconds: a property over many fold orders
 def test_units_changing_back_and_forth_give_one_showcase_whatever_the_fold_order(
     journal_factory: Any,
 ) -> None:

@@ -57,6 +57,7 @@ def fold_in_steps(journal: Journal, delivery: NewDelivery, points: list[Point], 
     )  # fmt: skip
 
 
+@pytest.mark.slow  # seconds: a property over many fold orders
 def test_a_fold_in_steps_gives_what_one_transaction_gives(
     journal_factory: Callable[[], Journal],
 ) -> None:

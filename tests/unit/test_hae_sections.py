@@ -302,6 +302,7 @@ json_values = st.recursive(
 )  # fmt: skip
 
 
+@pytest.mark.slow  # seconds: 150 bodies of any JSON through the parser
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(section=st.sampled_from(RECORD_SECTIONS), value=json_values)
 def test_any_json_under_any_section_key_parses_or_is_unreadable(

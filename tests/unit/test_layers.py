@@ -12,6 +12,7 @@ import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
 from healthlog import ids, tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.fold.pass_ import FoldPass
@@ -71,6 +72,7 @@ def showcase(phone: Phone) -> dict[tuple[str, str, str, str], float | None]:
     }
 
 
+@pytest.mark.slow  # seconds: a property over many fold orders
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(deliveries=st.lists(delivery, min_size=1, max_size=6), data=st.data())
 def test_showcase_is_the_same_whatever_order_deliveries_are_folded_in(

@@ -127,6 +127,7 @@ def test_sleep_gives_bedtime_wake_time_the_7_day_average_and_the_windows(
     assert ranged["windows"][0] == week and len(ranged["nights"]) == 5
 
 
+@pytest.mark.slow  # seconds: an MCP server started through the SDK's client
 def test_the_mcp_tools_say_what_the_api_says(built: Built, client: FlaskClient) -> None:
     pytest.importorskip("mcp")
     import anyio

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from healthlog import ids
 from healthlog.fold.pass_ import FoldPass
 from healthlog.fold.player import Player
@@ -120,6 +121,7 @@ def with_hrv(inner: dict[str, Any], points: list[dict[str, Any]]) -> dict[str, A
     return {"data": inner}
 
 
+@pytest.mark.slow  # seconds: a property over many fold orders
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     deliveries=st.lists(st.tuples(delivery, st.lists(hrv, max_size=2)), min_size=1, max_size=5),
