@@ -455,6 +455,7 @@ WRITES = (
     "add_account",
     "set_token_hash",
     "set_time_zone",
+    "set_unit_system",
     "note_refused_token",
     "insert_delivery",
     "fold_lock",
@@ -467,6 +468,7 @@ WRITES = (
     "delete_watch_notice",
     "mark_bodies_removed",
     "confirm_bodies_deleted",
+    "keep_counted_days",
 )
 
 if TYPE_CHECKING:
@@ -480,6 +482,7 @@ if TYPE_CHECKING:
         _ = journal.add_account, reads.add_account  # type: ignore[attr-defined]
         _ = journal.set_token_hash, reads.set_token_hash  # type: ignore[attr-defined]
         _ = journal.set_time_zone, reads.set_time_zone  # type: ignore[attr-defined]
+        _ = journal.set_unit_system, reads.set_unit_system  # type: ignore[attr-defined]
         _ = journal.note_refused_token, reads.note_refused_token  # type: ignore[attr-defined]
         _ = journal.insert_delivery, reads.insert_delivery  # type: ignore[attr-defined]
         _ = journal.fold_lock, reads.fold_lock  # type: ignore[attr-defined]
@@ -492,6 +495,7 @@ if TYPE_CHECKING:
         _ = journal.delete_watch_notice, reads.delete_watch_notice  # type: ignore[attr-defined]
         _ = journal.mark_bodies_removed, reads.mark_bodies_removed  # type: ignore[attr-defined]
         _ = journal.confirm_bodies_deleted, reads.confirm_bodies_deleted  # type: ignore[attr-defined]
+        _ = journal.keep_counted_days, reads.keep_counted_days  # type: ignore[attr-defined]
         # nor an account's token hash
         _ = journal.token_hash, reads.token_hash  # type: ignore[attr-defined]
 

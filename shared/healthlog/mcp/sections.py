@@ -95,19 +95,12 @@ def workout(
     detail = ctx.reads.workout_detail(identity, unit_system=unit_system)
     w = detail.workout
     summary = w.route_summary()
-    out = (
-        shapes.workout_head(w, clock.show)
-        | shapes.workout_detail_dict(detail)
-        | {
-            "unit_system": detail.figures.unit_system,
-            "body": w.body,
-            "series": sorted(w.series),
-            "heart_rate": _stats(w.heart_rate_stats()),
-            "heart_rate_recovery": _stats(w.heart_rate_stats("heartRateRecovery")),
-            "route_summary": summary.as_dict()
-            | {"bbox_is": "min lon, min lat, max lon, max lat (degrees)"},
-        }
-    )
+    out = shapes.workout_dict(detail, clock.show) | {
+        "heart_rate": _stats(w.heart_rate_stats()),
+        "heart_rate_recovery": _stats(w.heart_rate_stats("heartRateRecovery")),
+        "route_summary": summary.as_dict()
+        | {"bbox_is": "min lon, min lat, max lon, max lat (degrees)"},
+    }
     if include_route:
         fixes = [
             {
