@@ -148,9 +148,13 @@ def test_a_range_is_kept_in_the_address_and_its_arrows_move_it(driver: Any, site
         driver, lambda d: chart.get_attribute("data-count") == "7", 10, "W is not 7 days"
     )
     assert driver.find_element("id", "later").get_attribute("disabled") is not None  # today
-    before = driver.current_url
+    before, this_week = driver.current_url, driver.find_element("id", "shown").text
     driver.find_element("id", "earlier").click()
     browser.wait_until(driver, lambda d: d.current_url != before, 10, "‹ moved nothing")
+    # the address moves first; the range's text once the page has drawn it
+    browser.wait_until(
+        driver, lambda d: d.find_element("id", "shown").text != this_week, 10, "‹ drew nothing"
+    )
     week_back = driver.current_url
     shown = driver.find_element("id", "shown").text
     driver.get(week_back)
@@ -175,7 +179,9 @@ def test_the_sleep_page_takes_the_same_ranges(driver: Any, site: Site) -> None:
     before = driver.current_url
     driver.find_element("id", "earlier").click()
     browser.wait_until(driver, lambda d: d.current_url != before, 10, "‹ moved nothing")
-    assert driver.find_element("id", "later").get_attribute("disabled") is None
+    # the address moves first; the arrows are set once the page has drawn the range
+    later_enabled = lambda d: d.find_element("id", "later").get_attribute("disabled") is None  # noqa: E731
+    browser.wait_until(driver, later_enabled, 10, "› stays disabled after ‹")
     assert not browser.console_errors(driver)
 
 
