@@ -1,7 +1,7 @@
 """Start a function server process, wait until it listens, stop it: the one launcher.
 
-``healthlog serve`` (``serve.py``), the tests (``tests/integration/servers.py``) and the
-benchmarks (``bench/_common.py``) all start their servers here, so all of them run the
+``healthlog serve`` (``local/stack.py``), the tests (``tests/integration/servers.py``)
+and the benchmarks (``bench/_common.py``) all start their servers here, so all of them run the
 same command, ``python -m healthlog.local.server`` (functions-framework's app under
 waitress, with HAE's header limit, an idle timeout and a graceful-stop window), serving
 ``functions/<target>/main.py`` of this checkout or another source file:
