@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import psutil
 from healthlog import tokens
 from healthlog.archive.local import LocalArchive
 from healthlog.journal.sqlite import SqliteJournal
@@ -64,14 +66,40 @@ class Server(launcher.FunctionServer):
                         count += os.readlink(fd.path).startswith("socket:")
         return count
 
-    def wait_for_sockets(self, ok: Callable[[int], bool], *, timeout_s: float = 15.0) -> int:
-        """Wait (bounded) until ``ok(open_sockets())``; the count it was true of."""
+    def held_from(self, ports: Collection[int]) -> int:
+        """How many sockets the server holds whose far end is one of ``ports`` (a test's
+        clients), whatever their state: no other socket of the server's (a probe's or a
+        wake-up's still closing) is counted."""
+        held = 0
+        with contextlib.suppress(psutil.Error):
+            server = psutil.Process(self.process.pid)
+            for proc in (server, *server.children(recursive=True)):
+                with contextlib.suppress(psutil.Error):
+                    held += sum(
+                        1
+                        for c in proc.net_connections(kind="tcp")
+                        if c.raddr and c.raddr.port in ports
+                    )
+        return held
+
+    def wait_for_held(
+        self, ports: Collection[int], ok: Callable[[int], bool], *, timeout_s: float = 15.0
+    ) -> int:
+        """Wait (bounded) until ``ok(held_from(ports))``; the count it was true of."""
         deadline = time.monotonic() + timeout_s
-        while not ok(held := self.open_sockets()):
+        while not ok(held := self.held_from(ports)):
             if time.monotonic() > deadline:
-                raise AssertionError(f"the server holds {held} sockets after {timeout_s:.0f} s")
+                raise AssertionError(
+                    f"the server holds {held} sockets of {len(ports)} clients after"
+                    f" {timeout_s:.0f} s"
+                )
             time.sleep(0.02)
         return held
+
+
+def ports_of(clients: Iterable[socket.socket]) -> list[int]:
+    """The local ports of a test's client sockets (``Server.held_from``)."""
+    return [c.getsockname()[1] for c in clients]
 
 
 def start_function(

@@ -31,7 +31,7 @@ from healthlog.journal.sqlite import SqliteJournal
 from healthlog.model import Account, Delivery, ParseStatus
 
 from tests.conftest import samples
-from tests.integration.servers import ROOT, Server, function_server, ingest_rig
+from tests.integration.servers import ROOT, Server, function_server, ingest_rig, ports_of
 
 EVENTS = ROOT / "tests" / "events"
 LIMIT = 100_000
@@ -79,11 +79,11 @@ class Stack:
         never reaches ingest: what shows that the server saw it and dropped it is its
         socket, held (bounded wait) and then closed (bounded wait).
         """
-        baseline = self.server.open_sockets()
         with socket.create_connection(("127.0.0.1", self.server.port), timeout=WAIT_S) as s:
             s.sendall(head + payload)
-            self.server.wait_for_sockets(lambda n: n > baseline, timeout_s=WAIT_S)
-        self.server.wait_for_sockets(lambda n: n <= baseline, timeout_s=WAIT_S)
+            ports = ports_of([s])
+            self.server.wait_for_held(ports, lambda n: n == 1, timeout_s=WAIT_S)
+        self.server.wait_for_held(ports, lambda n: n == 0, timeout_s=WAIT_S)
 
     def head(self, *, length: int | None) -> bytes:
         framing = (

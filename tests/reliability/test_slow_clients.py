@@ -6,8 +6,8 @@ not stop real deliveries; a connection that sends nothing for
 ``HEALTHLOG_CLIENT_IDLE_TIMEOUT_S`` is closed, wherever it is in its request; and a
 large body sent slowly, in chunks with pauses shorter than that timeout, is still taken.
 
-Every wait is bounded and on a condition: the server holding the idle sockets (its
-open sockets in ``/proc``, ``Server.open_sockets``), a reply, a socket's close
+Every wait is bounded and on a condition: the server holding the idle connections (its
+sockets whose far end is one of their ports, ``Server.held_from``), a reply, a socket's close
 (``recv`` returning nothing). The pauses of the slow sender are the slow link it plays,
 not a wait for the server.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.integration.servers import IngestRig, ingest_rig
+from tests.integration.servers import IngestRig, ingest_rig, ports_of
 from tests.reliability.conftest import Figures
 from tests.reliability.harness import Attempt, post, steps_body
 
@@ -77,10 +77,11 @@ def test_200_idle_connections_do_not_stop_20_deliveries(
     tmp_path: Path, idle: list[socket.socket], figures: Figures
 ) -> None:
     with ingest_rig(tmp_path) as rig:
-        baseline = rig.server.open_sockets()
         for i in range(IDLE):
             idle.append(connect(rig, HALF_HEADERS if i % 2 else HALF_BODY))
-        held = rig.server.wait_for_sockets(lambda n: n >= baseline + IDLE)
+        ports = ports_of(idle)
+        rig.server.wait_for_held(ports, lambda n: n == IDLE)
+        held = rig.server.open_sockets()
 
         headers = {"Authorization": f"Bearer {rig.token}"}
 
@@ -104,7 +105,7 @@ def test_200_idle_connections_do_not_stop_20_deliveries(
         assert ok == DELIVERIES, [a.error for a in attempts if a.status != 200][:3]
         assert rig.journal.count_pending() == DELIVERIES
         # the idle ones are held still (they cost a socket each, nothing else)
-        assert rig.server.open_sockets() >= baseline + IDLE
+        assert rig.server.held_from(ports) == IDLE
 
 
 @pytest.mark.parametrize(
@@ -165,10 +166,9 @@ def test_sigterm_stops_the_server_at_once_whatever_idle_clients_hold(
 ) -> None:
     """Idle connections do not hold up a stop: closed, exit code 0, port refused."""
     with ingest_rig(tmp_path) as rig:
-        baseline = rig.server.open_sockets()
         for first in (b"", HALF_HEADERS, HALF_BODY):
             idle.append(connect(rig, first))
-        rig.server.wait_for_sockets(lambda n: n >= baseline + len(idle))
+        rig.server.wait_for_held(ports_of(idle), lambda n: n == len(idle))
         started = time.monotonic()
         code = rig.server.stop()
         took = time.monotonic() - started
