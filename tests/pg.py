@@ -74,17 +74,33 @@ def fresh_database() -> Iterator[str]:
     try:
         yield url_of(name)
     finally:
+        readers = readers_in(url_of(name))
         with maintenance() as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            drop_readers(conn)
+            drop_readers(conn, readers)
 
 
-def drop_readers(conn: psycopg.Connection[tuple[object, ...]]) -> None:
-    """The SQL tool's reader roles (cluster-wide) that no database holds grants for now."""
-    roles = conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE 'healthlog_sql_%'")
-    for (role,) in roles.fetchall():
-        # a role still granted in another test's database stays
-        with contextlib.suppress(psycopg.errors.DependentObjectsStillExist):
+def readers_in(url: str) -> list[str]:
+    """The SQL tool's reader roles this database made: one schema each, of the role's name.
+
+    Roles are the cluster's, and tests run in parallel (pytest-xdist): a cleanup that
+    dropped every reader role no database held grants for once dropped one that another
+    worker had just made and not granted yet. Each database's cleanup drops its own."""
+    with contextlib.suppress(psycopg.Error), psycopg.connect(url, connect_timeout=3) as conn:
+        found = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'healthlog_sql_%'"
+        ).fetchall()
+        return [str(role) for (role,) in found]
+    return []
+
+
+def drop_readers(conn: psycopg.Connection[tuple[object, ...]], roles: list[str]) -> None:
+    """Drop ``roles``, the reader roles of a database just dropped."""
+    for role in roles:
+        # the same account's role still granted in another database stays
+        with contextlib.suppress(
+            psycopg.errors.DependentObjectsStillExist, psycopg.errors.UndefinedObject
+        ):
             conn.execute(f'DROP ROLE "{role}"')
 
 
